@@ -1,0 +1,16 @@
+//! thrifty-core: the numerical engine of thrifty, with no Python dependency.
+//!
+//! One module per capability (`kmeans`, `inference`, `dpp`) over shared numerics (`linalg`, `rng`,
+//! `threads`) and one error type (`error`). Conventions (DESIGN.md): user-input problems are `Err`,
+//! randomness comes from `rng::stream(seed, task)`, parallel results are thread-count independent.
+pub mod error;
+pub mod linalg;
+pub mod rng;
+pub mod scalar;
+pub mod threads;
+
+pub mod dpp;
+pub mod inference;
+pub mod kmeans;
+
+pub use error::{Result, ThriftyError};

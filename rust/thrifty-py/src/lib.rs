@@ -1,0 +1,17 @@
+//! `thrifty._core`: PyO3 bindings only — argument conversion, GIL release, error mapping.
+//! Each capability registers its functions from its own file; no numerical logic lives here.
+use pyo3::prelude::*;
+
+mod errors;
+mod dpp;
+mod inference;
+mod kmeans;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    kmeans::register(m)?;
+    inference::register(m)?;
+    dpp::register(m)?;
+    Ok(())
+}
