@@ -5,7 +5,7 @@ use num_traits::Float;
 pub trait Real: Float + Default + Send + Sync + std::fmt::Debug + std::iter::Sum + 'static {
     /// Machine epsilon as an f64 (for rounding slack in bound checks).
     const EPSILON_F64: f64;
-    fn to_f64(self) -> f64;
+    fn as_f64(self) -> f64;
     fn of(x: f64) -> Self;
     /// `out (m×n) = a (m×k, row-major) · b (n×k, row-major)ᵀ`, single-threaded (callers parallelise
     /// over tiles themselves so that results do not depend on the thread count).
@@ -17,7 +17,7 @@ macro_rules! impl_real {
         impl Real for $t {
             const EPSILON_F64: f64 = <$t>::EPSILON as f64;
             #[inline(always)]
-            fn to_f64(self) -> f64 {
+            fn as_f64(self) -> f64 {
                 self as f64
             }
             #[inline(always)]

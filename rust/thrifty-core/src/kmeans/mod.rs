@@ -1,1 +1,215 @@
+//! k-means: greedy k-means++ seeding, Lloyd with Hamerly bounds, and batched Hartigan — one
+//! machinery (`batched`) whose certificates, batch and sequential phases are described there.
+//!
+//! Data cross this API as row-major slices (`n × d`) in f32 or f64; sums and decisions run in f64.
+//! The data are mean-centred in a working copy (as scikit-learn does) for precision; the caller's
+//! array is never modified.
+pub mod batched;
+pub mod distance;
+pub mod init;
 
+use rayon::prelude::*;
+
+pub use batched::{Algorithm, IterStats};
+use batched::Data;
+use distance::{row_sq_norms, sq_dist, TILE};
+
+use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
+use crate::rng::stream;
+use crate::scalar::Real;
+
+/// How initial centres are chosen.
+pub enum Init<'a, T> {
+    KMeansPlusPlus,
+    Random,
+    /// Explicit `k × d` centres in the data's coordinates (used by every one of the `n_init` runs).
+    Centers(&'a [T]),
+}
+
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub n_clusters: usize,
+    pub n_init: usize,
+    pub max_iter: usize,
+    /// scikit-learn's tolerance: stop when Σ‖Δc‖² ≤ tol · mean per-feature variance (0 = run to a
+    /// fixed point).
+    pub tol: f64,
+    pub algorithm: Algorithm,
+    pub seed: u64,
+}
+
+/// Result of the best of the `n_init` runs (lowest inertia, first on ties).
+#[derive(Clone, Debug)]
+pub struct Fit<T> {
+    pub centers: Vec<T>,
+    pub labels: Vec<u32>,
+    pub inertia: f64,
+    pub n_iter: usize,
+    pub converged: bool,
+    pub stats: Vec<IterStats>,
+    /// Which of the runs won (its RNG stream is `stream(seed, run)`).
+    pub best_run: usize,
+    /// The initial centres of the winning run (data coordinates).
+    pub init_centers: Vec<T>,
+}
+
+fn check_data<T: Real>(x: &[T], n: usize, d: usize) -> Result<()> {
+    ensure_matrix("X", x, n, d)?;
+    if x.iter().any(|v| !v.is_finite()) {
+        return Err(ThriftyError::NotFinite { arg: "X" });
+    }
+    Ok(())
+}
+
+fn check_weights(w: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
+    match w {
+        None => Ok(vec![1.0; n]),
+        Some(w) => {
+            if w.len() != n {
+                return Err(ThriftyError::shape("sample_weight", format!("has length {}, expected {n}", w.len())));
+            }
+            ensure_finite("sample_weight", w)?;
+            if w.iter().any(|&v| v < 0.0) {
+                return Err(ThriftyError::invalid("sample_weight", "must be non-negative"));
+            }
+            if w.iter().sum::<f64>() <= 0.0 {
+                return Err(ThriftyError::invalid("sample_weight", "must not be all zero"));
+            }
+            Ok(w.to_vec())
+        }
+    }
+}
+
+/// Fit k-means to `x` (`n × d`, row-major).
+pub fn fit<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, init: Init<'_, T>, p: &Params) -> Result<Fit<T>> {
+    check_data(x, n, d)?;
+    let w = check_weights(sample_weight, n)?;
+    let k = p.n_clusters;
+    if k == 0 {
+        return Err(ThriftyError::invalid("n_clusters", "must be at least 1"));
+    }
+    if n < k {
+        return Err(ThriftyError::invalid("n_clusters", format!("n_samples={n} should be >= n_clusters={k}")));
+    }
+    if p.n_init == 0 {
+        return Err(ThriftyError::invalid("n_init", "must be at least 1"));
+    }
+    if p.max_iter == 0 {
+        return Err(ThriftyError::invalid("max_iter", "must be at least 1"));
+    }
+    if !(p.tol >= 0.0 && p.tol.is_finite()) {
+        return Err(ThriftyError::invalid("tol", "must be a finite number >= 0"));
+    }
+    if let Init::Centers(c) = &init {
+        if c.len() != k * d {
+            return Err(ThriftyError::shape("init", format!("must have shape ({k}, {d}), got {} values", c.len())));
+        }
+        if c.iter().any(|v| !v.is_finite()) {
+            return Err(ThriftyError::NotFinite { arg: "init" });
+        }
+    }
+
+    // Centre the data (unweighted mean, as scikit-learn) in a working copy.
+    let mut mean = vec![0.0f64; d];
+    for row in x.chunks_exact(d) {
+        for (m, v) in mean.iter_mut().zip(row) {
+            *m += v.as_f64();
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= n as f64);
+    let xc: Vec<T> = x.par_chunks(d * 1024).flat_map_iter(|block| {
+        block.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() - m))).collect::<Vec<T>>()
+    }).collect();
+    let xx = row_sq_norms(&xc, d);
+    let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
+    let var_mean = xx.iter().sum::<f64>() / (n as f64 * d as f64); // mean of per-feature variances
+    let tol = p.tol * var_mean;
+    let data = Data { x: &xc, d, xx: &xx, w: &w };
+
+    let runs: Vec<(batched::Run<T>, Vec<T>)> = (0..p.n_init)
+        .into_par_iter()
+        .map(|r| {
+            let mut rng = stream(p.seed, r as u64);
+            let init_c: Vec<T> = match &init {
+                Init::KMeansPlusPlus => init::kmeans_plusplus(&xc, d, &xx, &w, k, &mut rng),
+                Init::Random => init::random_rows(&xc, d, &w, k, &mut rng),
+                Init::Centers(c) => c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() - m))).collect(),
+            };
+            (batched::run(&data, &init_c, k, p.algorithm, p.max_iter, tol, total_wxx), init_c)
+        })
+        .collect();
+    let best = (0..runs.len()).fold(0, |b, r| if runs[r].0.inertia < runs[b].0.inertia { r } else { b });
+    let (run, init_c) = runs.into_iter().nth(best).expect("n_init >= 1");
+    let uncenter = |c: &[T]| -> Vec<T> { c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() + m))).collect() };
+    Ok(Fit {
+        centers: uncenter(&run.centers),
+        labels: run.labels,
+        inertia: run.inertia,
+        n_iter: run.n_iter,
+        converged: run.converged,
+        stats: run.stats,
+        best_run: best,
+        init_centers: uncenter(&init_c),
+    })
+}
+
+fn check_centers<T: Real>(centers: &[T], k: usize, d: usize) -> Result<()> {
+    ensure_matrix("cluster_centers", centers, k, d)?;
+    if centers.iter().any(|v| !v.is_finite()) {
+        return Err(ThriftyError::NotFinite { arg: "cluster_centers" });
+    }
+    Ok(())
+}
+
+/// Index of the nearest centre of each row (ties → lowest index); exact f64 distances, so a row's
+/// label never depends on the other rows it is passed with.
+pub fn predict<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize) -> Result<Vec<u32>> {
+    check_data(x, n, d)?;
+    check_centers(centers, k, d)?;
+    let mut labels = vec![0u32; n];
+    labels.par_chunks_mut(TILE).enumerate().for_each(|(t, lab)| {
+        for (r, l) in lab.iter_mut().enumerate() {
+            let xi = &x[(t * TILE + r) * d..(t * TILE + r + 1) * d];
+            let mut best = (0u32, f64::INFINITY);
+            for (j, c) in centers.chunks_exact(d).enumerate() {
+                let v = sq_dist(xi, c);
+                if v < best.1 {
+                    best = (j as u32, v);
+                }
+            }
+            *l = best.0;
+        }
+    });
+    Ok(labels)
+}
+
+/// Euclidean distances of every row to every centre (`n × k`, the data's precision).
+pub fn transform<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize) -> Result<Vec<T>> {
+    check_data(x, n, d)?;
+    check_centers(centers, k, d)?;
+    let mut out = vec![T::zero(); n * k];
+    out.par_chunks_mut(k * TILE).enumerate().for_each(|(t, block)| {
+        for (r, row) in block.chunks_exact_mut(k).enumerate() {
+            let xi = &x[(t * TILE + r) * d..(t * TILE + r + 1) * d];
+            for (o, c) in row.iter_mut().zip(centers.chunks_exact(d)) {
+                *o = T::of(sq_dist(xi, c).sqrt());
+            }
+        }
+    });
+    Ok(out)
+}
+
+/// Weighted sum of squared distances of each row to its nearest centre (scikit-learn's `score` is
+/// minus this).
+pub fn inertia<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, centers: &[T], k: usize) -> Result<f64> {
+    let w = check_weights(sample_weight, n)?;
+    let labels = predict(x, n, d, centers, k)?;
+    Ok(labels
+        .iter()
+        .enumerate()
+        .map(|(i, &j)| w[i] * sq_dist(&x[i * d..(i + 1) * d], &centers[j as usize * d..(j as usize + 1) * d]))
+        .sum())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,609 @@
+//! One run of batched Hartigan (or Lloyd, the same machinery with unit size factors) from given
+//! initial centres on mean-centred data.
+//!
+//! Every iteration:
+//! 1. a parallel pass over fixed 256-row chunks: Hamerly bounds (u ≥ ‖x−c_a‖, l ≤ min_{b≠a}‖x−c_b‖),
+//!    moved by the centre drift, certify points that cannot move under Hartigan's rule
+//!    (`√(W_min/(W_min+w))·max(l, 2s_a−u) ≥ √(W_a/(W_a−w))·u`); the rest get one GEMM tile against all
+//!    centres and are classified as *Lloyd-type* (a strictly nearer centre exists) or *Hartigan-only*
+//!    candidates (no nearer centre, but a size-weighted cost beats the removal gain);
+//! 2. all Lloyd-type moves are applied together — by the identity
+//!    ΔSSE = Σ_moves w(d_b² − d_a²) − Σ_j W'_j‖c'_j − c_j‖² any such batch lowers the SSE — skipping a
+//!    move that would empty its source cluster;
+//! 3. (Hartigan) the candidates are re-checked one by one against the current means with exact
+//!    distances and moved with O(d) mean updates.
+//! The run stops when an iteration moves nothing (a Hartigan local optimum for Hartigan, a Lloyd fixed
+//! point for Lloyd), when the centre shift falls below `tol`, or after `max_iter` iterations.
+//! All reductions run over fixed blocks in a fixed order, so results do not depend on the thread count.
+use rayon::prelude::*;
+
+use super::distance::{gemm_slack, row_sq_norms, sq_dist, sq_dist_f64, tile_sq_dists, Scratch, TILE};
+use crate::scalar::Real;
+
+/// Relative margin a sequential Hartigan move must clear (guards against cycling on rounding ties).
+const MOVE_MARGIN: f64 = 1e-12;
+/// Full recomputation of the cluster sums every this many iterations (incremental updates drift).
+const RESUM_EVERY: usize = 10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    Lloyd,
+    Hartigan,
+}
+
+/// What one iteration did (for monitoring, the monotonicity tests and the benchmark table).
+#[derive(Clone, Debug, Default)]
+pub struct IterStats {
+    /// Points certified unmovable by their bounds (no distance row computed).
+    pub certified: usize,
+    /// Lloyd-type moves applied in the parallel batch.
+    pub batch_moves: usize,
+    /// Hartigan-only moves applied sequentially.
+    pub sequential_moves: usize,
+    /// Weighted SSE after the batch and after the sequential phase.
+    pub sse_after_batch: f64,
+    pub sse_after_sequential: f64,
+}
+
+pub struct Run<T> {
+    pub centers: Vec<T>,
+    pub labels: Vec<u32>,
+    pub inertia: f64,
+    pub n_iter: usize,
+    pub converged: bool,
+    pub stats: Vec<IterStats>,
+}
+
+/// Shared read-only data of a run.
+pub struct Data<'a, T> {
+    pub x: &'a [T],
+    pub d: usize,
+    pub xx: &'a [f64],
+    pub w: &'a [f64],
+}
+
+impl<T: Real> Data<'_, T> {
+    fn n(&self) -> usize {
+        self.xx.len()
+    }
+    fn row(&self, i: usize) -> &[T] {
+        &self.x[i * self.d..(i + 1) * self.d]
+    }
+}
+
+/// Cluster memberships and means, updated incrementally.
+struct Clusters {
+    k: usize,
+    d: usize,
+    counts: Vec<usize>,
+    wsum: Vec<f64>,
+    sums: Vec<f64>,
+    means: Vec<f64>,
+}
+
+impl Clusters {
+    fn from_labels<T: Real>(data: &Data<'_, T>, labels: &[u32], k: usize, old_means: &[f64]) -> Self {
+        let (d, n) = (data.d, data.n());
+        let n_blocks = n.div_ceil(4096).clamp(1, 64);
+        let block = n.div_ceil(n_blocks);
+        let partial: Vec<(Vec<usize>, Vec<f64>, Vec<f64>)> = (0..n_blocks)
+            .into_par_iter()
+            .map(|b| {
+                let mut counts = vec![0usize; k];
+                let mut wsum = vec![0.0; k];
+                let mut sums = vec![0.0; k * d];
+                for i in b * block..((b + 1) * block).min(n) {
+                    let j = labels[i] as usize;
+                    let wi = data.w[i];
+                    counts[j] += 1;
+                    wsum[j] += wi;
+                    for (s, v) in sums[j * d..(j + 1) * d].iter_mut().zip(data.row(i)) {
+                        *s += wi * v.as_f64();
+                    }
+                }
+                (counts, wsum, sums)
+            })
+            .collect();
+        let mut c = Clusters { k, d, counts: vec![0; k], wsum: vec![0.0; k], sums: vec![0.0; k * d], means: old_means.to_vec() };
+        for (counts, wsum, sums) in partial {
+            for j in 0..k {
+                c.counts[j] += counts[j];
+                c.wsum[j] += wsum[j];
+            }
+            for (s, v) in c.sums.iter_mut().zip(&sums) {
+                *s += v;
+            }
+        }
+        for j in 0..k {
+            c.refresh_mean(j);
+        }
+        c
+    }
+
+    /// Mean of cluster j from its sums; a cluster whose members all weigh 0 keeps its centre.
+    fn refresh_mean(&mut self, j: usize) {
+        let wj = self.wsum[j];
+        if wj > 0.0 {
+            for (m, s) in self.means[j * self.d..(j + 1) * self.d].iter_mut().zip(&self.sums[j * self.d..(j + 1) * self.d]) {
+                *m = s / wj;
+            }
+        }
+    }
+
+    fn move_point<T: Real>(&mut self, x: &[T], w: f64, from: usize, to: usize) {
+        let d = self.d;
+        self.counts[from] -= 1;
+        self.counts[to] += 1;
+        self.wsum[from] -= w;
+        self.wsum[to] += w;
+        for (l, v) in x.iter().enumerate() {
+            let wv = w * v.as_f64();
+            self.sums[from * d + l] -= wv;
+            self.sums[to * d + l] += wv;
+        }
+        if self.counts[from] > 0 && self.wsum[from] <= 0.0 {
+            self.wsum[from] = 0.0; // only zero-weight members left: rounding must not go negative
+        }
+    }
+
+    /// Weighted SSE from the sums: Σ w‖x‖² − Σ_j ‖S_j‖²/W_j.
+    fn sse(&self, total_wxx: f64) -> f64 {
+        let mut s = total_wxx;
+        for j in 0..self.k {
+            if self.wsum[j] > 0.0 {
+                let sj = &self.sums[j * self.d..(j + 1) * self.d];
+                s -= sj.iter().map(|v| v * v).sum::<f64>() / self.wsum[j];
+            }
+        }
+        s.max(0.0)
+    }
+}
+
+/// Per-cluster quantities the certificate needs, refreshed once per iteration.
+struct Geometry<T> {
+    centers: Vec<T>,
+    cc: Vec<f64>,
+    /// ‖c_T − c_f64‖: the rounding of the data-type copy of each centre (0 for f64).
+    round: f64,
+    /// Half the distance from each centre to its nearest other centre.
+    half_sep: Vec<f64>,
+    drift: Vec<f64>,
+    drift_max: (usize, f64, f64),
+}
+
+impl<T: Real> Geometry<T> {
+    fn new(means: &[f64], k: usize, d: usize, drift: Vec<f64>) -> Self {
+        let centers: Vec<T> = means.iter().map(|&v| T::of(v)).collect();
+        let round = centers
+            .chunks_exact(d)
+            .zip(means.chunks_exact(d))
+            .map(|(c, m)| sq_dist_f64(c, m).sqrt())
+            .fold(0.0, f64::max);
+        let cc = row_sq_norms(&centers, d);
+        let half_sep: Vec<f64> = (0..k)
+            .into_par_iter()
+            .map(|j| {
+                let cj = &means[j * d..(j + 1) * d];
+                let mut best = f64::INFINITY;
+                for o in 0..k {
+                    if o != j {
+                        let s: f64 = cj.iter().zip(&means[o * d..(o + 1) * d]).map(|(a, b)| (a - b) * (a - b)).sum();
+                        best = best.min(s);
+                    }
+                }
+                0.5 * best.sqrt()
+            })
+            .collect();
+        let mut dm = (0usize, 0.0f64, 0.0f64);
+        for (j, &v) in drift.iter().enumerate() {
+            if v > dm.1 {
+                dm = (j, v, dm.1);
+            } else if v > dm.2 {
+                dm.2 = v;
+            }
+        }
+        Geometry { centers, cc, round, half_sep, drift, drift_max: dm }
+    }
+}
+
+/// Hartigan's size factors W/(W−w) (leaving) and W/(W+w) (joining); Lloyd uses 1 for both.
+#[derive(Clone, Copy)]
+struct Factors {
+    hartigan: bool,
+}
+
+impl Factors {
+    #[inline]
+    fn leave(self, wa: f64, w: f64) -> f64 {
+        if self.hartigan {
+            if wa - w > 0.0 {
+                wa / (wa - w)
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            1.0
+        }
+    }
+    #[inline]
+    fn join(self, wb: f64, w: f64) -> f64 {
+        if self.hartigan && wb + w > 0.0 {
+            wb / (wb + w)
+        } else {
+            1.0
+        }
+    }
+}
+
+struct ChunkOut {
+    moves: Vec<(u32, u32)>,
+    candidates: Vec<u32>,
+    certified: usize,
+}
+
+/// The parallel pass: bounds, certificates, one GEMM tile for the uncertified rows, classification.
+#[allow(clippy::too_many_arguments)]
+fn assign_pass<T: Real>(
+    data: &Data<'_, T>,
+    geo: &Geometry<T>,
+    cl: &Clusters,
+    labels: &[u32],
+    upper: &mut [f64],
+    lower: &mut [f64],
+    f: Factors,
+    min_w: (usize, f64, f64),
+) -> Vec<ChunkOut> {
+    let (d, k) = (data.d, cl.k);
+    let means = &cl.means;
+    upper
+        .par_chunks_mut(TILE)
+        .zip(lower.par_chunks_mut(TILE))
+        .enumerate()
+        .map_init(
+            || (Scratch::<T>::new(d, k), Vec::<f64>::with_capacity(TILE)),
+            |(s, da2s), (t, (up, lo))| {
+                let base = t * TILE;
+                let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), certified: 0 };
+                s.rows.clear();
+                da2s.clear();
+                for r in 0..up.len() {
+                    let i = base + r;
+                    let a = labels[i] as usize;
+                    let w = data.w[i];
+                    let mut u = up[r] + geo.drift[a];
+                    let dm = if a == geo.drift_max.0 { geo.drift_max.2 } else { geo.drift_max.1 };
+                    let l = (lo[r] - dm).max(0.0);
+                    let lb = l.max(2.0 * geo.half_sep[a] - u);
+                    // Smallest joining factor over the other clusters (it increases with W_b).
+                    let wm = if a == min_w.0 { min_w.2 } else { min_w.1 };
+                    let fm = f.join(wm, w).sqrt();
+                    let fa = f.leave(cl.wsum[a], w).sqrt();
+                    let stuck = cl.counts[a] <= 1 || fa.is_infinite();
+                    if stuck || fm * lb >= fa * u {
+                        up[r] = u;
+                        lo[r] = l;
+                        out.certified += 1;
+                        continue;
+                    }
+                    let da2 = sq_dist_f64(data.row(i), &means[a * d..(a + 1) * d]);
+                    u = da2.sqrt();
+                    up[r] = u;
+                    lo[r] = l;
+                    if fm * lb >= fa * u {
+                        out.certified += 1;
+                        continue;
+                    }
+                    s.rows.push(i);
+                    da2s.push(da2);
+                }
+                if s.rows.is_empty() {
+                    return out;
+                }
+                tile_sq_dists(data.x, d, data.xx, &geo.centers, &geo.cc, k, s);
+                for (r, &i) in s.rows.iter().enumerate() {
+                    let row = &s.dots[r * k..(r + 1) * k];
+                    let a = labels[i] as usize;
+                    let w = data.w[i];
+                    let da2 = da2s[r];
+                    let (mut j1, mut v1, mut v2) = (0usize, f64::INFINITY, f64::INFINITY);
+                    let mut best_cost = (usize::MAX, f64::INFINITY);
+                    for (j, v) in row.iter().enumerate() {
+                        let v = v.as_f64();
+                        if v < v1 {
+                            v2 = v1;
+                            v1 = v;
+                            j1 = j;
+                        } else if v < v2 {
+                            v2 = v;
+                        }
+                        if f.hartigan && j != a {
+                            let lowered = (v - gemm_slack::<T>(data.xx[i], geo.cc[j], d)).max(0.0);
+                            let cost = f.join(cl.wsum[j], w) * lowered;
+                            if cost < best_cost.1 {
+                                best_cost = (j, cost);
+                            }
+                        }
+                    }
+                    let lower_of = |v: f64, j: usize| {
+                        ((v - gemm_slack::<T>(data.xx[i], geo.cc[j], d)).max(0.0).sqrt() - geo.round).max(0.0)
+                    };
+                    let local = i - base;
+                    if j1 != a {
+                        let db2 = sq_dist_f64(data.row(i), &means[j1 * d..(j1 + 1) * d]);
+                        if db2 < da2 {
+                            out.moves.push((i as u32, j1 as u32));
+                            up[local] = db2.sqrt();
+                            // Nearest centre other than j1 is the second smallest overall.
+                            lo[local] = lower_of(v2, j1);
+                            continue;
+                        }
+                    }
+                    // Nearest other than a: v1 unless a itself is the nearest.
+                    let (other, oj) = if j1 == a { (v2, a) } else { (v1, j1) };
+                    up[local] = da2.sqrt();
+                    lo[local] = lower_of(other, oj);
+                    if f.hartigan && best_cost.1 < f.leave(cl.wsum[a], w) * da2 {
+                        out.candidates.push(i as u32);
+                    }
+                }
+                out
+            },
+        )
+        .collect()
+}
+
+/// Two smallest cluster weights with the index of the smallest.
+fn min_weights(wsum: &[f64]) -> (usize, f64, f64) {
+    let mut m = (0usize, f64::INFINITY, f64::INFINITY);
+    for (j, &v) in wsum.iter().enumerate() {
+        if v < m.1 {
+            m = (j, v, m.1);
+        } else if v < m.2 {
+            m.2 = v;
+        }
+    }
+    m
+}
+
+/// Run from initial centres `init` (k × d, centred coordinates) to convergence.
+pub fn run<T: Real>(
+    data: &Data<'_, T>,
+    init: &[T],
+    k: usize,
+    algorithm: Algorithm,
+    max_iter: usize,
+    tol: f64,
+    total_wxx: f64,
+) -> Run<T> {
+    let (n, d) = (data.n(), data.d);
+    let f = Factors { hartigan: algorithm == Algorithm::Hartigan };
+    let init64: Vec<f64> = init.iter().map(|v| v.as_f64()).collect();
+
+    // Iteration 0: nearest-centre assignment with exact bounds (every point starts uncertified).
+    let mut labels = vec![0u32; n];
+    let mut upper = vec![f64::INFINITY; n];
+    let mut lower = vec![0.0f64; n];
+    {
+        let geo = Geometry::<T>::new(&init64, k, d, vec![0.0; k]);
+        let nearest = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
+        labels.copy_from_slice(&nearest);
+    }
+    fill_empty_clusters(data, &mut labels, &mut upper, &mut lower, k);
+    let mut cl = Clusters::from_labels(data, &labels, k, &init64);
+    let mut prev_means = init64;
+    let mut stats = Vec::new();
+    let mut converged = false;
+    let mut n_iter = 1;
+
+    loop {
+        let drift: Vec<f64> = cl
+            .means
+            .chunks_exact(d)
+            .zip(prev_means.chunks_exact(d))
+            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt())
+            .collect();
+        let shift: f64 = drift.iter().map(|v| v * v).sum();
+        if n_iter > 1 && tol > 0.0 && shift <= tol {
+            converged = true;
+            break;
+        }
+        if n_iter >= max_iter {
+            break;
+        }
+        n_iter += 1;
+        let geo = Geometry::<T>::new(&cl.means, k, d, drift);
+        prev_means = cl.means.clone();
+
+        let outs = assign_pass(data, &geo, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum));
+        let mut st = IterStats::default();
+        // Lloyd-type batch.
+        for out in &outs {
+            st.certified += out.certified;
+            for &(i, to) in &out.moves {
+                let (i, to) = (i as usize, to as usize);
+                let a = labels[i] as usize;
+                if cl.counts[a] <= 1 {
+                    upper[i] = f64::INFINITY; // bounds were set for the move that did not happen
+                    lower[i] = 0.0;
+                    continue;
+                }
+                cl.move_point(data.row(i), data.w[i], a, to);
+                labels[i] = to as u32;
+                st.batch_moves += 1;
+            }
+        }
+        if n_iter % RESUM_EVERY == 0 {
+            cl = Clusters::from_labels(data, &labels, k, &cl.means);
+        } else {
+            for j in 0..k {
+                cl.refresh_mean(j);
+            }
+        }
+        st.sse_after_batch = cl.sse(total_wxx);
+        // Hartigan-only moves, one at a time against the current means.
+        if f.hartigan {
+            for out in &outs {
+                for &i in &out.candidates {
+                    let i = i as usize;
+                    if sequential_move(data, &mut cl, &mut labels, i, f) {
+                        upper[i] = f64::INFINITY;
+                        lower[i] = 0.0;
+                        st.sequential_moves += 1;
+                    }
+                }
+            }
+        }
+        st.sse_after_sequential = cl.sse(total_wxx);
+        let moved = st.batch_moves + st.sequential_moves;
+        stats.push(st);
+        if moved == 0 {
+            converged = true;
+            break;
+        }
+    }
+
+    // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn.
+    let cl = Clusters::from_labels(data, &labels, k, &cl.means);
+    if algorithm == Algorithm::Lloyd && !converged_strict(&stats) {
+        let geo = Geometry::<T>::new(&cl.means, k, d, vec![0.0; k]);
+        labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
+    }
+    let centers: Vec<T> = cl.means.iter().map(|&v| T::of(v)).collect();
+    let inertia = inertia(data, &cl.means, &labels);
+    Run { centers, labels, inertia, n_iter, converged, stats }
+}
+
+fn converged_strict(stats: &[IterStats]) -> bool {
+    stats.last().is_some_and(|s| s.batch_moves + s.sequential_moves == 0)
+}
+
+/// One exact Hartigan check of point i; applies the move and returns true if it lowers the SSE.
+fn sequential_move<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [u32], i: usize, f: Factors) -> bool {
+    let d = data.d;
+    let a = labels[i] as usize;
+    let w = data.w[i];
+    if cl.counts[a] <= 1 || w <= 0.0 {
+        return false;
+    }
+    let xi = data.row(i);
+    let gain = f.leave(cl.wsum[a], w) * sq_dist_f64(xi, &cl.means[a * d..(a + 1) * d]);
+    if !gain.is_finite() {
+        return false;
+    }
+    let mut best = (a, f64::INFINITY);
+    for b in 0..cl.k {
+        if b != a {
+            let cost = f.join(cl.wsum[b], w) * sq_dist_f64(xi, &cl.means[b * d..(b + 1) * d]);
+            if cost < best.1 {
+                best = (b, cost);
+            }
+        }
+    }
+    if best.1 < gain * (1.0 - MOVE_MARGIN) {
+        cl.move_point(xi, w, a, best.0);
+        cl.refresh_mean(a);
+        cl.refresh_mean(best.0);
+        labels[i] = best.0 as u32;
+        true
+    } else {
+        false
+    }
+}
+
+/// Nearest centre of every row (ties → lowest index) with exact bounds u = ‖x − c_a‖ (f64) and
+/// l ≤ min_{b≠a} ‖x − c_b‖ from the GEMM tile.
+fn nearest_with_bounds<T: Real>(
+    data: &Data<'_, T>,
+    geo: &Geometry<T>,
+    k: usize,
+    upper: &mut [f64],
+    lower: &mut [f64],
+) -> Vec<u32> {
+    let d = data.d;
+    let n = data.n();
+    let mut labels = vec![0u32; n];
+    labels
+        .par_chunks_mut(TILE)
+        .zip(upper.par_chunks_mut(TILE))
+        .zip(lower.par_chunks_mut(TILE))
+        .enumerate()
+        .for_each_init(
+            || Scratch::<T>::new(d, k),
+            |s, (t, ((lab, up), lo))| {
+                let base = t * TILE;
+                s.rows.clear();
+                s.rows.extend(base..base + lab.len());
+                tile_sq_dists(data.x, d, data.xx, &geo.centers, &geo.cc, k, s);
+                for r in 0..lab.len() {
+                    let i = base + r;
+                    let row = &s.dots[r * k..(r + 1) * k];
+                    let (mut j1, mut v1, mut j2, mut v2) = (0usize, f64::INFINITY, 0usize, f64::INFINITY);
+                    for (j, v) in row.iter().enumerate() {
+                        let v = v.as_f64();
+                        if v < v1 {
+                            (j2, v2) = (j1, v1);
+                            (j1, v1) = (j, v);
+                        } else if v < v2 {
+                            (j2, v2) = (j, v);
+                        }
+                    }
+                    lab[r] = j1 as u32;
+                    up[r] = sq_dist(data.row(i), &geo.centers[j1 * d..(j1 + 1) * d]).sqrt() + geo.round;
+                    lo[r] = if k > 1 {
+                        ((v2 - gemm_slack::<T>(data.xx[i], geo.cc[j2], d)).max(0.0).sqrt() - geo.round).max(0.0)
+                    } else {
+                        f64::INFINITY
+                    };
+                }
+            },
+        );
+    labels
+}
+
+/// Give every empty cluster the point farthest from its centre among clusters with ≥ 2 points
+/// (scikit-learn relocates empty clusters the same way); moved points get fresh bounds next pass.
+fn fill_empty_clusters<T: Real>(data: &Data<'_, T>, labels: &mut [u32], upper: &mut [f64], lower: &mut [f64], k: usize) {
+    let mut counts = vec![0usize; k];
+    for &l in labels.iter() {
+        counts[l as usize] += 1;
+    }
+    let empty: Vec<usize> = (0..k).filter(|&j| counts[j] == 0).collect();
+    if empty.is_empty() {
+        return;
+    }
+    let mut order: Vec<usize> = (0..data.n()).collect();
+    order.sort_by(|&a, &b| upper[b].total_cmp(&upper[a]).then(a.cmp(&b)));
+    let mut it = order.into_iter();
+    for j in empty {
+        for i in it.by_ref() {
+            let a = labels[i] as usize;
+            if counts[a] >= 2 {
+                counts[a] -= 1;
+                counts[j] += 1;
+                labels[i] = j as u32;
+                upper[i] = f64::INFINITY;
+                lower[i] = 0.0;
+                break;
+            }
+        }
+    }
+}
+
+/// Exact weighted SSE of a partition against the given means (f64, parallel over fixed blocks).
+pub fn inertia<T: Real>(data: &Data<'_, T>, means: &[f64], labels: &[u32]) -> f64 {
+    let d = data.d;
+    let parts: Vec<f64> = labels
+        .par_chunks(4096)
+        .enumerate()
+        .map(|(b, lab)| {
+            lab.iter()
+                .enumerate()
+                .map(|(r, &j)| {
+                    let i = b * 4096 + r;
+                    data.w[i] * sq_dist_f64(data.row(i), &means[j as usize * d..(j as usize + 1) * d])
+                })
+                .sum::<f64>()
+        })
+        .collect();
+    parts.iter().sum()
+}

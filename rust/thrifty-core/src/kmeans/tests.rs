@@ -1,0 +1,217 @@
+//! Numerics of the k-means core against brute force on small inputs.
+use super::*;
+use crate::rng::{stream, uniform};
+use crate::threads::with_threads;
+
+fn gaussian_blobs(n: usize, d: usize, centers: usize, spread: f64, seed: u64) -> Vec<f64> {
+    let mut r = stream(seed, 0);
+    let mut normal = move || {
+        let (u1, u2) = (uniform(&mut r).max(1e-300), uniform(&mut r));
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    };
+    let means: Vec<f64> = (0..centers * d).map(|_| 5.0 * normal()).collect();
+    let mut x = Vec::with_capacity(n * d);
+    for i in 0..n {
+        let c = i % centers;
+        for l in 0..d {
+            x.push(means[c * d + l] + spread * normal());
+        }
+    }
+    x
+}
+
+fn weights(n: usize, seed: u64) -> Vec<f64> {
+    let mut r = stream(seed, 9);
+    (0..n).map(|_| 0.1 + 2.0 * uniform(&mut r)).collect()
+}
+
+fn params(k: usize, algorithm: Algorithm, seed: u64) -> Params {
+    Params { n_clusters: k, n_init: 1, max_iter: 300, tol: 0.0, algorithm, seed }
+}
+
+fn weighted_sse(x: &[f64], d: usize, w: &[f64], labels: &[u32], k: usize) -> f64 {
+    let n = labels.len();
+    let mut sums = vec![0.0; k * d];
+    let mut ws = vec![0.0; k];
+    for i in 0..n {
+        let j = labels[i] as usize;
+        ws[j] += w[i];
+        for l in 0..d {
+            sums[j * d + l] += w[i] * x[i * d + l];
+        }
+    }
+    (0..n)
+        .map(|i| {
+            let j = labels[i] as usize;
+            (0..d).map(|l| (x[i * d + l] - sums[j * d + l] / ws[j]).powi(2)).sum::<f64>() * w[i]
+        })
+        .sum()
+}
+
+#[test]
+fn sse_never_increases() {
+    for (seed, (n, d, k)) in [(1u64, (500, 3, 7)), (2, (800, 20, 15)), (3, (300, 50, 40))] {
+        for alg in [Algorithm::Hartigan, Algorithm::Lloyd] {
+            for weighted in [false, true] {
+                let x = gaussian_blobs(n, d, k / 2 + 1, 3.0, seed);
+                let w = weights(n, seed);
+                let fit = super::fit(&x, n, d, weighted.then_some(&w[..]), Init::Random, &params(k, alg, seed)).unwrap();
+                let mut prev = f64::INFINITY;
+                for s in &fit.stats {
+                    for v in [s.sse_after_batch, s.sse_after_sequential] {
+                        assert!(v <= prev * (1.0 + 1e-10) + 1e-9, "{alg:?} weighted={weighted}: {v} > {prev}");
+                        prev = v;
+                    }
+                }
+                let f32x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                let fit32 = super::fit(&f32x, n, d, weighted.then_some(&w[..]), Init::Random, &params(k, alg, seed)).unwrap();
+                let mut prev = f64::INFINITY;
+                for s in &fit32.stats {
+                    for v in [s.sse_after_batch, s.sse_after_sequential] {
+                        assert!(v <= prev * (1.0 + 1e-6) + 1e-6, "f32 {alg:?}: {v} > {prev}");
+                        prev = v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hartigan_result_is_a_local_optimum() {
+    for seed in 0..6u64 {
+        let (n, d, k) = (60, 3, 5);
+        let x = gaussian_blobs(n, d, 3, 2.5, seed);
+        let w = weights(n, seed);
+        for weighted in [false, true] {
+            let fit = super::fit(&x, n, d, weighted.then_some(&w[..]), Init::KMeansPlusPlus, &params(k, Algorithm::Hartigan, seed)).unwrap();
+            assert!(fit.converged);
+            let ww = if weighted { w.clone() } else { vec![1.0; n] };
+            let base = weighted_sse(&x, d, &ww, &fit.labels, k);
+            assert!((base - fit.inertia).abs() <= 1e-9 * base.max(1.0));
+            let mut labels = fit.labels.clone();
+            let mut counts = vec![0; k];
+            labels.iter().for_each(|&l| counts[l as usize] += 1);
+            assert!(counts.iter().all(|&c| c > 0), "empty cluster");
+            for i in 0..n {
+                let a = labels[i];
+                if counts[a as usize] == 1 {
+                    continue;
+                }
+                for b in 0..k as u32 {
+                    if b == a {
+                        continue;
+                    }
+                    labels[i] = b;
+                    let moved = weighted_sse(&x, d, &ww, &labels, k);
+                    assert!(moved >= base * (1.0 - 1e-9), "moving {i} {a}->{b} lowers SSE {base} -> {moved}");
+                    labels[i] = a;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn lloyd_matches_naive_lloyd() {
+    let (n, d, k) = (400, 4, 6);
+    let x = gaussian_blobs(n, d, 6, 2.0, 11);
+    let init: Vec<f64> = x[..k * d].to_vec();
+    let fit = super::fit(&x, n, d, None, Init::Centers(&init), &params(k, Algorithm::Lloyd, 0)).unwrap();
+    // Naive Lloyd from the same centres.
+    let mut c = init.clone();
+    let mut labels = vec![0u32; n];
+    for _ in 0..300 {
+        let new: Vec<u32> = (0..n)
+            .map(|i| {
+                (0..k).fold((0u32, f64::INFINITY), |b, j| {
+                    let v = sq_dist(&x[i * d..(i + 1) * d], &c[j * d..(j + 1) * d]);
+                    if v < b.1 { (j as u32, v) } else { b }
+                }).0
+            })
+            .collect();
+        let done = new == labels;
+        labels = new;
+        let mut sums = vec![0.0; k * d];
+        let mut cnt = vec![0.0; k];
+        for i in 0..n {
+            let j = labels[i] as usize;
+            cnt[j] += 1.0;
+            for l in 0..d {
+                sums[j * d + l] += x[i * d + l];
+            }
+        }
+        for j in 0..k {
+            if cnt[j] > 0.0 {
+                for l in 0..d {
+                    c[j * d + l] = sums[j * d + l] / cnt[j];
+                }
+            }
+        }
+        if done {
+            break;
+        }
+    }
+    assert_eq!(fit.labels, labels);
+    for (a, b) in fit.centers.iter().zip(&c) {
+        assert!((a - b).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn identical_on_one_and_two_threads() {
+    let (n, d, k) = (3000, 8, 12);
+    let x = gaussian_blobs(n, d, 8, 3.0, 5);
+    let w = weights(n, 5);
+    for alg in [Algorithm::Hartigan, Algorithm::Lloyd] {
+        let mut p = params(k, alg, 42);
+        p.n_init = 3;
+        let one = with_threads(Some(1), || fit(&x, n, d, Some(&w), Init::KMeansPlusPlus, &p).unwrap()).unwrap();
+        let two = with_threads(Some(2), || fit(&x, n, d, Some(&w), Init::KMeansPlusPlus, &p).unwrap()).unwrap();
+        assert_eq!(one.labels, two.labels);
+        assert_eq!(one.centers, two.centers);
+        assert_eq!(one.inertia.to_bits(), two.inertia.to_bits());
+    }
+}
+
+#[test]
+fn no_empty_cluster_even_from_duplicate_centres() {
+    let (n, d, k) = (50, 2, 5);
+    let x = gaussian_blobs(n, d, 2, 1.0, 3);
+    let init: Vec<f64> = x[..d].iter().cycle().take(k * d).copied().collect();
+    for alg in [Algorithm::Hartigan, Algorithm::Lloyd] {
+        let fit = super::fit(&x, n, d, None, Init::Centers(&init), &params(k, alg, 0)).unwrap();
+        let mut counts = vec![0; k];
+        fit.labels.iter().for_each(|&l| counts[l as usize] += 1);
+        assert!(counts.iter().all(|&c| c > 0), "{alg:?}: {counts:?}");
+    }
+}
+
+#[test]
+fn kmeans_plusplus_picks_distinct_spread_rows() {
+    let (n, d, k) = (400, 2, 4);
+    let x = gaussian_blobs(n, d, 4, 0.05, 8);
+    let fit = super::fit(&x, n, d, None, Init::KMeansPlusPlus, &params(k, Algorithm::Lloyd, 1)).unwrap();
+    // With four tight, far-apart blobs greedy k-means++ lands one centre in each blob.
+    let mut blobs: Vec<usize> = fit
+        .init_centers
+        .chunks_exact(d)
+        .map(|c| (0..n).find(|&i| sq_dist(&x[i * d..(i + 1) * d], c) < 1e-18).unwrap() % 4)
+        .collect();
+    blobs.sort();
+    assert_eq!(blobs, vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    let x = vec![0.0f64, 1.0, 2.0, 3.0];
+    let p = params(2, Algorithm::Hartigan, 0);
+    assert!(fit(&x, 2, 2, None, Init::KMeansPlusPlus, &Params { n_clusters: 3, ..p.clone() }).is_err());
+    assert!(fit(&x, 2, 2, None, Init::KMeansPlusPlus, &Params { n_clusters: 0, ..p.clone() }).is_err());
+    assert!(fit(&[f64::NAN, 0.0, 1.0, 1.0], 2, 2, None, Init::KMeansPlusPlus, &p).is_err());
+    assert!(fit(&x, 2, 2, Some(&[0.0, 0.0]), Init::KMeansPlusPlus, &p).is_err());
+    assert!(fit(&x, 2, 2, Some(&[-1.0, 2.0]), Init::KMeansPlusPlus, &p).is_err());
+    assert!(fit(&x, 2, 2, None, Init::Centers(&[0.0, 1.0]), &p).is_err());
+    assert!(fit(&x, 3, 2, None, Init::KMeansPlusPlus, &p).is_err());
+    assert!(predict(&x, 2, 2, &[0.0; 3], 2).is_err());
+}
