@@ -17,7 +17,7 @@
 //! All reductions run over fixed blocks in a fixed order, so results do not depend on the thread count.
 use rayon::prelude::*;
 
-use super::distance::{gemm_slack, row_sq_norms, sq_dist, sq_dist_f64, tile_sq_dists, Scratch, TILE};
+use super::distance::{gemm_slack, sq_dist_f64, sq_norm, tile_partial_dists, top2, Scratch, TILE};
 use crate::scalar::Real;
 
 /// Relative margin a sequential Hartigan move must clear (guards against cycling on rounding ties).
@@ -82,16 +82,21 @@ struct Clusters {
 }
 
 impl Clusters {
-    fn from_labels<T: Real>(data: &Data<'_, T>, labels: &[u32], k: usize, old_means: &[f64]) -> Self {
+    /// Exact sums from the labels (parallel over fixed blocks, reduced in order). With `with_sse`
+    /// the same pass returns the exact weighted SSE of the partition about its new means, via
+    /// Σ w‖x − c̃_j‖² = Σ w‖x − c_j‖² + W_j‖c_j − c̃_j‖² with c̃ = `old_means` (close to c, so no
+    /// cancellation).
+    fn from_labels<T: Real>(data: &Data<'_, T>, labels: &[u32], k: usize, old_means: &[f64], with_sse: bool) -> (Self, f64) {
         let (d, n) = (data.d, data.n());
         let n_blocks = n.div_ceil(4096).clamp(1, 64);
         let block = n.div_ceil(n_blocks);
-        let partial: Vec<(Vec<usize>, Vec<f64>, Vec<f64>)> = (0..n_blocks)
+        let partial: Vec<(Vec<usize>, Vec<f64>, Vec<f64>, f64)> = (0..n_blocks)
             .into_par_iter()
             .map(|b| {
                 let mut counts = vec![0usize; k];
                 let mut wsum = vec![0.0; k];
                 let mut sums = vec![0.0; k * d];
+                let mut sse = 0.0;
                 for i in b * block..((b + 1) * block).min(n) {
                     let j = labels[i] as usize;
                     let wi = data.w[i];
@@ -100,12 +105,16 @@ impl Clusters {
                     for (s, v) in sums[j * d..(j + 1) * d].iter_mut().zip(data.row(i)) {
                         *s += wi * v.as_f64();
                     }
+                    if with_sse {
+                        sse += wi * sq_dist_f64(data.row(i), &old_means[j * d..(j + 1) * d]);
+                    }
                 }
-                (counts, wsum, sums)
+                (counts, wsum, sums, sse)
             })
             .collect();
         let mut c = Clusters { k, d, counts: vec![0; k], wsum: vec![0.0; k], sums: vec![0.0; k * d], means: old_means.to_vec() };
-        for (counts, wsum, sums) in partial {
+        let mut sse = 0.0;
+        for (counts, wsum, sums, part) in partial {
             for j in 0..k {
                 c.counts[j] += counts[j];
                 c.wsum[j] += wsum[j];
@@ -113,11 +122,15 @@ impl Clusters {
             for (s, v) in c.sums.iter_mut().zip(&sums) {
                 *s += v;
             }
+            sse += part;
         }
         for j in 0..k {
             c.refresh_mean(j);
+            if with_sse {
+                sse -= c.wsum[j] * sq_dist_f64(&c.means[j * d..(j + 1) * d], &old_means[j * d..(j + 1) * d]);
+            }
         }
-        c
+        (c, sse.max(0.0))
     }
 
     /// Mean of cluster j from its sums; a cluster whose members all weigh 0 keeps its centre.
@@ -162,7 +175,8 @@ impl Clusters {
 /// Per-cluster quantities the certificate needs, refreshed once per iteration.
 struct Geometry<T> {
     centers: Vec<T>,
-    cc: Vec<f64>,
+    cc: Vec<T>,
+    cc_max: f64,
     /// ‖c_T − c_f64‖: the rounding of the data-type copy of each centre (0 for f64).
     round: f64,
     /// Half the distance from each centre to its nearest other centre.
@@ -179,7 +193,8 @@ impl<T: Real> Geometry<T> {
             .zip(means.chunks_exact(d))
             .map(|(c, m)| sq_dist_f64(c, m).sqrt())
             .fold(0.0, f64::max);
-        let cc = row_sq_norms(&centers, d);
+        let cc: Vec<T> = centers.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
+        let cc_max = cc.iter().fold(0.0f64, |m, v| m.max(v.as_f64()));
         let half_sep: Vec<f64> = (0..k)
             .into_par_iter()
             .map(|j| {
@@ -202,7 +217,7 @@ impl<T: Real> Geometry<T> {
                 dm.2 = v;
             }
         }
-        Geometry { centers, cc, round, half_sep, drift, drift_max: dm }
+        Geometry { centers, cc, cc_max, round, half_sep, drift, drift_max: dm }
     }
 }
 
@@ -299,34 +314,17 @@ fn assign_pass<T: Real>(
                 if s.rows.is_empty() {
                     return out;
                 }
-                tile_sq_dists(data.x, d, data.xx, &geo.centers, &geo.cc, k, s);
+                tile_partial_dists(data.x, d, &geo.centers, &geo.cc, k, s);
                 for (r, &i) in s.rows.iter().enumerate() {
-                    let row = &s.dots[r * k..(r + 1) * k];
+                    let row = &mut s.dots[r * k..(r + 1) * k];
                     let a = labels[i] as usize;
                     let w = data.w[i];
                     let da2 = da2s[r];
-                    let (mut j1, mut v1, mut v2) = (0usize, f64::INFINITY, f64::INFINITY);
-                    let mut best_cost = (usize::MAX, f64::INFINITY);
-                    for (j, v) in row.iter().enumerate() {
-                        let v = v.as_f64();
-                        if v < v1 {
-                            v2 = v1;
-                            v1 = v;
-                            j1 = j;
-                        } else if v < v2 {
-                            v2 = v;
-                        }
-                        if f.hartigan && j != a {
-                            let lowered = (v - gemm_slack::<T>(data.xx[i], geo.cc[j], d)).max(0.0);
-                            let cost = f.join(cl.wsum[j], w) * lowered;
-                            if cost < best_cost.1 {
-                                best_cost = (j, cost);
-                            }
-                        }
-                    }
-                    let lower_of = |v: f64, j: usize| {
-                        ((v - gemm_slack::<T>(data.xx[i], geo.cc[j], d)).max(0.0).sqrt() - geo.round).max(0.0)
-                    };
+                    let xi2 = data.xx[i];
+                    let slack = gemm_slack::<T>(xi2, geo.cc_max, d);
+                    let (j1, p1, p2) = top2(row);
+                    let (v1, v2) = (xi2 + p1.as_f64(), xi2 + p2.as_f64());
+                    let lower_of = |v: f64| ((v - slack).max(0.0).sqrt() - geo.round).max(0.0);
                     let local = i - base;
                     if j1 != a {
                         let db2 = sq_dist_f64(data.row(i), &means[j1 * d..(j1 + 1) * d]);
@@ -334,16 +332,31 @@ fn assign_pass<T: Real>(
                             out.moves.push((i as u32, j1 as u32));
                             up[local] = db2.sqrt();
                             // Nearest centre other than j1 is the second smallest overall.
-                            lo[local] = lower_of(v2, j1);
+                            lo[local] = lower_of(v2);
                             continue;
                         }
                     }
                     // Nearest other than a: v1 unless a itself is the nearest.
-                    let (other, oj) = if j1 == a { (v2, a) } else { (v1, j1) };
+                    let other = if j1 == a { v2 } else { v1 };
                     up[local] = da2.sqrt();
-                    lo[local] = lower_of(other, oj);
-                    if f.hartigan && best_cost.1 < f.leave(cl.wsum[a], w) * da2 {
-                        out.candidates.push(i as u32);
+                    lo[local] = lower_of(other);
+                    if f.hartigan {
+                        // A Hartigan-only move needs join_b·d_b² < leave_a·d_a² for some b ≠ a; with
+                        // the smallest joining factor this is impossible when the nearest other
+                        // centre is already too far, which settles most rows without a scan.
+                        let gain = f.leave(cl.wsum[a], w) * da2;
+                        let wm = if a == min_w.0 { min_w.2 } else { min_w.1 };
+                        if f.join(wm, w) * (other - slack).max(0.0) < gain {
+                            let best = row
+                                .iter()
+                                .enumerate()
+                                .filter(|&(j, _)| j != a)
+                                .map(|(j, v)| f.join(cl.wsum[j], w) * (xi2 + v.as_f64() - slack).max(0.0))
+                                .fold(f64::INFINITY, f64::min);
+                            if best < gain {
+                                out.candidates.push(i as u32);
+                            }
+                        }
                     }
                 }
                 out
@@ -389,7 +402,7 @@ pub fn run<T: Real>(
         labels.copy_from_slice(&nearest);
     }
     fill_empty_clusters(data, &mut labels, &mut upper, &mut lower, k);
-    let mut cl = Clusters::from_labels(data, &labels, k, &init64);
+    let (mut cl, _) = Clusters::from_labels(data, &labels, k, &init64, false);
     let mut prev_means = init64;
     let mut stats = Vec::new();
     let mut converged = false;
@@ -433,7 +446,7 @@ pub fn run<T: Real>(
             }
         }
         if n_iter % RESUM_EVERY == 0 {
-            cl = Clusters::from_labels(data, &labels, k, &cl.means);
+            cl = Clusters::from_labels(data, &labels, k, &cl.means, false).0;
         } else {
             for j in 0..k {
                 cl.refresh_mean(j);
@@ -463,13 +476,13 @@ pub fn run<T: Real>(
     }
 
     // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn.
-    let cl = Clusters::from_labels(data, &labels, k, &cl.means);
+    let (cl, mut inertia) = Clusters::from_labels(data, &labels, k, &cl.means, true);
     if algorithm == Algorithm::Lloyd && !converged_strict(&stats) {
         let geo = Geometry::<T>::new(&cl.means, k, d, vec![0.0; k]);
         labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
+        inertia = self::inertia(data, &cl.means, &labels);
     }
     let centers: Vec<T> = cl.means.iter().map(|&v| T::of(v)).collect();
-    let inertia = inertia(data, &cl.means, &labels);
     Run { centers, labels, inertia, n_iter, converged, stats }
 }
 
@@ -533,24 +546,15 @@ fn nearest_with_bounds<T: Real>(
                 let base = t * TILE;
                 s.rows.clear();
                 s.rows.extend(base..base + lab.len());
-                tile_sq_dists(data.x, d, data.xx, &geo.centers, &geo.cc, k, s);
+                tile_partial_dists(data.x, d, &geo.centers, &geo.cc, k, s);
                 for r in 0..lab.len() {
                     let i = base + r;
-                    let row = &s.dots[r * k..(r + 1) * k];
-                    let (mut j1, mut v1, mut j2, mut v2) = (0usize, f64::INFINITY, 0usize, f64::INFINITY);
-                    for (j, v) in row.iter().enumerate() {
-                        let v = v.as_f64();
-                        if v < v1 {
-                            (j2, v2) = (j1, v1);
-                            (j1, v1) = (j, v);
-                        } else if v < v2 {
-                            (j2, v2) = (j, v);
-                        }
-                    }
+                    let (j1, p1, p2) = top2(&mut s.dots[r * k..(r + 1) * k]);
+                    let slack = gemm_slack::<T>(data.xx[i], geo.cc_max, d);
                     lab[r] = j1 as u32;
-                    up[r] = sq_dist(data.row(i), &geo.centers[j1 * d..(j1 + 1) * d]).sqrt() + geo.round;
+                    up[r] = (data.xx[i] + p1.as_f64() + slack).max(0.0).sqrt() + geo.round;
                     lo[r] = if k > 1 {
-                        ((v2 - gemm_slack::<T>(data.xx[i], geo.cc[j2], d)).max(0.0).sqrt() - geo.round).max(0.0)
+                        ((data.xx[i] + p2.as_f64() - slack).max(0.0).sqrt() - geo.round).max(0.0)
                     } else {
                         f64::INFINITY
                     };

@@ -7,34 +7,71 @@ use crate::scalar::Real;
 /// Rows per tile: the GEMM output tile is `TILE × k`, small enough to stay in L2 for k ≤ 512.
 pub const TILE: usize = 256;
 
-/// Below this dimension a direct loop beats the GEMM call overhead.
-const DIRECT_MAX_D: usize = 4;
+/// Lanes of independent accumulators in the reductions below: a single running sum or minimum is
+/// one long dependency chain (4 cycles per element); eight of them let the compiler vectorise.
+const LANES: usize = 8;
+
+/// Σ f(a_l, b_l) over two equal-length slices, accumulated in f64 over `LANES` lanes.
+#[inline(always)]
+fn lane_sum<A: Copy, B: Copy>(a: &[A], b: &[B], f: impl Fn(A, B) -> f64) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for l in 0..LANES {
+            acc[l] += f(x[l], y[l]);
+        }
+    }
+    let mut s = 0.0;
+    for (x, y) in ar.iter().zip(br) {
+        s += f(*x, *y);
+    }
+    acc.iter().sum::<f64>() + s
+}
 
 /// Exact squared distance, accumulated in f64.
 #[inline]
 pub fn sq_dist<T: Real>(x: &[T], c: &[T]) -> f64 {
-    let mut s = 0.0f64;
-    for (a, b) in x.iter().zip(c) {
+    lane_sum(x, c, |a: T, b: T| {
         let t = a.as_f64() - b.as_f64();
-        s += t * t;
-    }
-    s
+        t * t
+    })
 }
 
 /// Exact squared distance between a row in the data type and a centre kept in f64.
 #[inline]
 pub fn sq_dist_f64<T: Real>(x: &[T], c: &[f64]) -> f64 {
-    let mut s = 0.0f64;
-    for (a, b) in x.iter().zip(c) {
-        let t = a.as_f64() - *b;
-        s += t * t;
-    }
-    s
+    lane_sum(x, c, |a: T, b: f64| {
+        let t = a.as_f64() - b;
+        t * t
+    })
 }
 
-/// Squared row norms ‖x_i‖² (f64 accumulation).
+/// Squared norm ‖x‖² (f64 accumulation).
+#[inline]
+pub fn sq_norm<T: Real>(x: &[T]) -> f64 {
+    lane_sum(x, x, |a: T, _: T| a.as_f64() * a.as_f64())
+}
+
+/// Squared row norms ‖x_i‖².
 pub fn row_sq_norms<T: Real>(x: &[T], d: usize) -> Vec<f64> {
-    x.chunks_exact(d).map(|r| r.iter().map(|v| v.as_f64() * v.as_f64()).sum()).collect()
+    x.chunks_exact(d).map(sq_norm).collect()
+}
+
+/// Smallest value of a slice (∞ when empty), over `LANES` lanes.
+#[inline]
+fn lane_min<T: Real>(row: &[T]) -> T {
+    let inf = T::infinity();
+    let mut acc = [inf; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..LANES {
+            acc[l] = if c[l] < acc[l] { c[l] } else { acc[l] };
+        }
+    }
+    let m = rest.iter().fold(inf, |m, &v| if v < m { v } else { m });
+    acc.iter().fold(m, |m, &v| if v < m { v } else { m })
 }
 
 /// Reusable per-worker buffers for [`tile_sq_dists`].
@@ -50,42 +87,43 @@ impl<T: Real> Scratch<T> {
     }
 }
 
-/// Squared distances of the rows `scratch.rows` (indices into `x`, at most `TILE`) to all `k`
-/// centres, written row after row into `scratch.dots` (`rows.len() × k`, clamped at 0).
-/// `xx` and `cc` are the squared norms of the rows of `x` and of `centers`.
-pub fn tile_sq_dists<T: Real>(
-    x: &[T],
-    d: usize,
-    xx: &[f64],
-    centers: &[T],
-    cc: &[f64],
-    k: usize,
-    scratch: &mut Scratch<T>,
-) {
+/// Partial squared distances `p_ij = ‖c_j‖² − 2·x_i·c_j` of the rows `scratch.rows` (indices into
+/// `x`, at most `TILE`) to all `k` centres, row after row in `scratch.dots`; the squared distance is
+/// `‖x_i‖² + p_ij`. Dropping ‖x‖² keeps the per-element work to one fused multiply-add, and the row
+/// scans ([`top2`]) are branch-free reductions.
+pub fn tile_partial_dists<T: Real>(x: &[T], d: usize, centers: &[T], cc: &[T], k: usize, scratch: &mut Scratch<T>) {
     let m = scratch.rows.len();
     debug_assert!(m <= TILE);
-    if d <= DIRECT_MAX_D {
-        for (r, &i) in scratch.rows.iter().enumerate() {
-            let xi = &x[i * d..(i + 1) * d];
-            let out = &mut scratch.dots[r * k..(r + 1) * k];
-            for (j, o) in out.iter_mut().enumerate() {
-                *o = T::of(sq_dist(xi, &centers[j * d..(j + 1) * d]));
-            }
-        }
+    if m == 0 {
         return;
     }
-    for (r, &i) in scratch.rows.iter().enumerate() {
-        scratch.packed[r * d..(r + 1) * d].copy_from_slice(&x[i * d..(i + 1) * d]);
+    let first = scratch.rows[0];
+    if scratch.rows[m - 1] == first + m - 1 {
+        // A contiguous run of rows (every row of a full pass): no packing copy.
+        T::gemm_nt(&x[first * d..(first + m) * d], centers, m, k, d, &mut scratch.dots);
+    } else {
+        for (r, &i) in scratch.rows.iter().enumerate() {
+            scratch.packed[r * d..(r + 1) * d].copy_from_slice(&x[i * d..(i + 1) * d]);
+        }
+        T::gemm_nt(&scratch.packed, centers, m, k, d, &mut scratch.dots);
     }
-    T::gemm_nt(&scratch.packed, centers, m, k, d, &mut scratch.dots);
-    for (r, &i) in scratch.rows.iter().enumerate() {
-        let xi = xx[i];
-        let out = &mut scratch.dots[r * k..(r + 1) * k];
-        for (o, &c) in out.iter_mut().zip(cc) {
-            let v = xi - 2.0 * o.as_f64() + c;
-            *o = T::of(if v > 0.0 { v } else { 0.0 });
+    let two = T::of(2.0);
+    for row in scratch.dots[..m * k].chunks_exact_mut(k) {
+        for (o, &c) in row.iter_mut().zip(cc) {
+            *o = c - two * *o;
         }
     }
+}
+
+/// Smallest value of a row with its first index, and the second smallest value (∞ if k = 1).
+#[inline]
+pub fn top2<T: Real>(row: &mut [T]) -> (usize, T, T) {
+    let p1 = lane_min(row);
+    let j1 = row.iter().position(|&v| v == p1).unwrap_or(0);
+    row[j1] = T::infinity();
+    let p2 = lane_min(row);
+    row[j1] = p1;
+    (j1, p1, p2)
 }
 
 /// Rounding slack for a squared distance computed by [`tile_sq_dists`]: bounds derived from GEMM
@@ -95,42 +133,32 @@ pub fn gemm_slack<T: Real>(xx: f64, cc: f64, d: usize) -> f64 {
     (4.0 + d as f64) * T::EPSILON_F64 * (xx + cc) + f64::MIN_POSITIVE
 }
 
-/// Index of the nearest centre and the squared distance (ties go to the lowest index).
-#[inline]
-pub fn argmin(row: &[impl Real]) -> (usize, f64) {
-    let mut best = 0;
-    let mut bv = f64::INFINITY;
-    for (j, v) in row.iter().enumerate() {
-        let v = v.as_f64();
-        if v < bv {
-            bv = v;
-            best = j;
-        }
-    }
-    (best, bv)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn tile_matches_direct_distances() {
+    fn tile_and_top2_match_direct_distances() {
         for &d in &[2usize, 7, 33] {
             let n = 40;
             let k = 5;
             let x: Vec<f64> = (0..n * d).map(|i| ((i * 7919) % 101) as f64 / 10.0 - 5.0).collect();
             let c: Vec<f64> = (0..k * d).map(|i| ((i * 104729) % 97) as f64 / 9.0 - 5.0).collect();
             let xx = row_sq_norms(&x, d);
-            let cc = row_sq_norms(&c, d);
+            let cc: Vec<f64> = row_sq_norms(&c, d);
             let mut s = Scratch::new(d, k);
             s.rows.extend([3usize, 0, 39, 17]);
-            tile_sq_dists(&x, d, &xx, &c, &cc, k, &mut s);
+            tile_partial_dists(&x, d, &c, &cc, k, &mut s);
             for (r, &i) in s.rows.iter().enumerate() {
+                let exact: Vec<f64> = (0..k).map(|j| sq_dist(&x[i * d..(i + 1) * d], &c[j * d..(j + 1) * d])).collect();
                 for j in 0..k {
-                    let exact = sq_dist(&x[i * d..(i + 1) * d], &c[j * d..(j + 1) * d]);
-                    assert!((s.dots[r * k + j] - exact).abs() <= 1e-9 * (1.0 + exact), "d={d}");
+                    assert!((xx[i] + s.dots[r * k + j] - exact[j]).abs() <= 1e-9 * (1.0 + exact[j]), "d={d}");
                 }
+                let (j1, p1, p2) = top2(&mut s.dots[r * k..(r + 1) * k]);
+                let mut sorted = exact.clone();
+                sorted.sort_by(f64::total_cmp);
+                assert_eq!(exact[j1], sorted[0]);
+                assert!((xx[i] + p1 - sorted[0]).abs() < 1e-9 && (xx[i] + p2 - sorted[1]).abs() < 1e-9);
             }
         }
     }

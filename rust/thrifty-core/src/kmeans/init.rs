@@ -3,7 +3,7 @@
 //! probability ∝ sample weight). Distances come from the same tile kernel as the iterations.
 use rayon::prelude::*;
 
-use super::distance::{row_sq_norms, tile_sq_dists, Scratch, TILE};
+use super::distance::{sq_norm, tile_partial_dists, Scratch, TILE};
 use crate::rng::{uniform, Stream};
 use crate::scalar::Real;
 
@@ -113,7 +113,7 @@ fn dists_to_candidates<T: Real>(x: &[T], d: usize, xx: &[f64], cand: &[usize]) -
     for &c in cand {
         cx.extend_from_slice(&x[c * d..(c + 1) * d]);
     }
-    let cc = row_sq_norms(&cx, d);
+    let cc: Vec<T> = cx.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
     let n = xx.len();
     let mut out = vec![0.0f64; n * m];
     out.par_chunks_mut(TILE * m).enumerate().for_each_init(
@@ -121,9 +121,11 @@ fn dists_to_candidates<T: Real>(x: &[T], d: usize, xx: &[f64], cand: &[usize]) -
         |s, (t, block)| {
             s.rows.clear();
             s.rows.extend(t * TILE..((t + 1) * TILE).min(n));
-            tile_sq_dists(x, d, xx, &cx, &cc, m, s);
-            for (o, v) in block.iter_mut().zip(&s.dots) {
-                *o = v.as_f64();
+            tile_partial_dists(x, d, &cx, &cc, m, s);
+            for (r, (o, v)) in block.chunks_exact_mut(m).zip(s.dots.chunks_exact(m)).enumerate() {
+                for (o, v) in o.iter_mut().zip(v) {
+                    *o = (xx[t * TILE + r] + v.as_f64()).max(0.0);
+                }
             }
         },
     );

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 pub use batched::{Algorithm, IterStats};
 use batched::Data;
-use distance::{row_sq_norms, sq_dist, TILE};
+use distance::{sq_dist, sq_norm, TILE};
 
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::rng::stream;
@@ -117,10 +117,16 @@ pub fn fit<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, 
         }
     }
     mean.iter_mut().for_each(|m| *m /= n as f64);
-    let xc: Vec<T> = x.par_chunks(d * 1024).flat_map_iter(|block| {
-        block.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() - m))).collect::<Vec<T>>()
-    }).collect();
-    let xx = row_sq_norms(&xc, d);
+    let mut xc = vec![T::zero(); n * d];
+    let mut xx = vec![0.0f64; n];
+    xc.par_chunks_mut(d * TILE).zip(x.par_chunks(d * TILE)).zip(xx.par_chunks_mut(TILE)).for_each(|((dst, src), norms)| {
+        for ((drow, srow), nrm) in dst.chunks_exact_mut(d).zip(src.chunks_exact(d)).zip(norms.iter_mut()) {
+            for ((o, v), m) in drow.iter_mut().zip(srow).zip(&mean) {
+                *o = T::of(v.as_f64() - m);
+            }
+            *nrm = sq_norm(drow);
+        }
+    });
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
     let var_mean = xx.iter().sum::<f64>() / (n as f64 * d as f64); // mean of per-feature variances
     let tol = p.tol * var_mean;

@@ -1,0 +1,132 @@
+"""Side-by-side timing of thrifty's k-means against scikit-learn's Lloyd and hartigan-kmeans.
+
+One thread everywhere (``n_jobs=1`` for thrifty, ``threadpool_limits(1)`` for scikit-learn's OpenMP
+and BLAS), the same greedy k-means++ initial centres for all three, ``tol=0`` (run to a fixed
+point, capped at ``--max-iter``; cells with n = 1e6 use ``--max-iter-large``), median of
+``--repeats`` interleaved runs. Data: ``make_blobs(n, d, centers=k, cluster_std=2)``, float64.
+
+Prints, per cell: fit times, our Lloyd's speed-up over scikit-learn's Lloyd (target >= 1.5x),
+batched Hartigan's time relative to scikit-learn's Lloyd (target <= 1.2x, goal <= 1.0x), the
+inertia ratio, and the fraction of points the bounds certified unmovable in each Hartigan
+iteration. Then batched Hartigan against the sequential ``hartigan-kmeans`` package at n=1e5, d=16,
+k=64 (target >= 20x; install it with ``bash benches/install_peers.sh``).
+
+    .venv/bin/python benches/compare_kmeans.py            # the full grid (about 20-40 min)
+    .venv/bin/python benches/compare_kmeans.py --quick    # n in {1e4, 1e5} only
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.datasets import make_blobs
+from threadpoolctl import threadpool_limits
+
+from thrifty.cluster import HartiganKMeans
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def fmt_cert(frac: np.ndarray) -> str:
+    if len(frac) <= 6:
+        return " ".join(f"{v:.2f}" for v in frac)
+    return " ".join(f"{v:.2f}" for v in frac[:4]) + " … " + " ".join(f"{v:.2f}" for v in frac[-2:])
+
+
+def run_cell(n: int, d: int, k: int, repeats: int, max_iter: int) -> dict[str, Any]:
+    X, _ = make_blobs(n_samples=n, n_features=d, centers=k, cluster_std=2.0, random_state=0)
+    X = np.ascontiguousarray(X)
+    init = HartiganKMeans(k, random_state=0, max_iter=1, n_jobs=1).fit(X).init_centers_
+    sk_t, ll_t, ha_t = [], [], []
+    sk = ll = ha = None
+    for _ in range(repeats):
+        with threadpool_limits(1):
+            t, sk = timed(lambda: KMeans(k, init=init, n_init=1, tol=0, max_iter=max_iter).fit(X))
+        sk_t.append(t)
+        t, ll = timed(lambda: HartiganKMeans(k, init=init, tol=0, max_iter=max_iter, algorithm="lloyd", n_jobs=1).fit(X))
+        ll_t.append(t)
+        t, ha = timed(lambda: HartiganKMeans(k, init=init, tol=0, max_iter=max_iter, n_jobs=1).fit(X))
+        ha_t.append(t)
+    assert sk is not None and ll is not None and ha is not None
+    cert = ha.iteration_stats_["certified"] / n
+    return dict(
+        n=n, d=d, k=k, sk=statistics.median(sk_t), ll=statistics.median(ll_t), ha=statistics.median(ha_t),
+        sk_it=sk.n_iter_, ll_it=ll.n_iter_, ha_it=ha.n_iter_, inertia=ha.inertia_ / sk.inertia_,
+        ll_inertia=ll.inertia_ / sk.inertia_, cert=cert,
+    )
+
+
+def versus_sequential(repeats: int) -> None:
+    try:
+        from hkmeans import HKMeans
+    except ImportError:
+        print("\nhartigan-kmeans is not installed: run `bash benches/install_peers.sh` for the sequential-Hartigan row")
+        return
+    n, d, k = 100_000, 16, 64
+    X, _ = make_blobs(n_samples=n, n_features=d, centers=k, cluster_std=2.0, random_state=0)
+    ours_t, theirs_t = [], []
+    for r in range(repeats):
+        t, ours = timed(lambda: HartiganKMeans(k, random_state=r, tol=0, n_init=1, n_jobs=1).fit(X))
+        ours_t.append(t)
+        with threadpool_limits(1):
+            t, theirs = timed(lambda: HKMeans(n_clusters=k, random_state=r, n_init=1, n_jobs=1, max_iter=300, tol=0.0).fit(X))
+        theirs_t.append(t)
+    o, s = statistics.median(ours_t), statistics.median(theirs_t)
+    print(f"\nBatched Hartigan vs hartigan-kmeans 0.0.6 (sequential), n={n}, d={d}, k={k}, 1 thread, to convergence:")
+    print(f"  thrifty {o:.3f} s ({ours.n_iter_} it, inertia {ours.inertia_:.4g})  |  hartigan-kmeans {s:.3f} s "
+          f"({theirs.n_iter_} it, inertia {theirs.inertia_:.4g})  |  speed-up {s / o:.1f}x (target >= 20x)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="only n = 1e4 and 1e5")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-iter", type=int, default=300)
+    ap.add_argument("--max-iter-large", type=int, default=50, help="iteration cap for n = 1e6 cells")
+    ap.add_argument("--n", type=int, nargs="*", default=None)
+    ap.add_argument("--d", type=int, nargs="*", default=[2, 16, 64])
+    ap.add_argument("--k", type=int, nargs="*", default=[8, 64, 256])
+    ap.add_argument("--skip-sequential", action="store_true")
+    args = ap.parse_args()
+    ns = args.n or ([10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000])
+
+    print("k-means fit time, 1 thread, same k-means++ init, tol=0; median of", args.repeats, "runs")
+    head = (f"{'n':>8} {'d':>3} {'k':>4} | {'sklearn':>9} {'it':>4} | {'our Lloyd':>9} {'it':>4} {'speed-up':>8} | "
+            f"{'Hartigan':>9} {'it':>4} {'H/sk':>6} | {'inertia H/sk':>12} | certified fraction per Hartigan iteration")
+    print(head)
+    print("-" * len(head))
+    rows = []
+    for n in ns:
+        for d in args.d:
+            for k in args.k:
+                if n * d * 8 * 3 > 20 * 2**30:
+                    continue
+                reps = args.repeats if n < 1_000_000 else 1
+                mi = args.max_iter if n < 1_000_000 else args.max_iter_large
+                r = run_cell(n, d, k, reps, mi)
+                rows.append(r)
+                print(f"{n:>8} {d:>3} {k:>4} | {r['sk']:>8.3f}s {r['sk_it']:>4} | {r['ll']:>8.3f}s {r['ll_it']:>4} "
+                      f"{r['sk'] / r['ll']:>7.2f}x | {r['ha']:>8.3f}s {r['ha_it']:>4} {r['ha'] / r['sk']:>6.2f} | "
+                      f"{r['inertia']:>12.5f} | {fmt_cert(r['cert'])}", flush=True)
+    if rows:
+        sp = np.array([r["sk"] / r["ll"] for r in rows])
+        hr = np.array([r["ha"] / r["sk"] for r in rows])
+        print(f"\nour Lloyd speed-up over sklearn: min {sp.min():.2f}x, median {np.median(sp):.2f}x "
+              f"(target >= 1.5x in every cell: {'met' if sp.min() >= 1.5 else 'NOT met'})")
+        print(f"Hartigan time / sklearn Lloyd time: max {hr.max():.2f}, median {np.median(hr):.2f} "
+              f"(target <= 1.2 in every cell: {'met' if hr.max() <= 1.2 else 'NOT met'}; goal <= 1.0)")
+    if not args.skip_sequential:
+        versus_sequential(args.repeats)
+
+
+if __name__ == "__main__":
+    main()
