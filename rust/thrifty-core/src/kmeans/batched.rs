@@ -60,6 +60,8 @@ pub struct Data<'a, T> {
     pub d: usize,
     pub xx: &'a [f64],
     pub w: &'a [f64],
+    /// Largest sample weight (the certificate's size factors are taken at it).
+    pub w_max: f64,
 }
 
 impl<T: Real> Data<'_, T> {
@@ -256,6 +258,41 @@ struct ChunkOut {
     certified: usize,
 }
 
+/// Per-cluster constants of the no-move certificate, so that the per-point test is four loads and
+/// a multiply: point x of cluster a cannot move when `ratio_a · max(l, 2s_a − u) ≥ u`, with
+/// `ratio_a = √(W_min/(W_min+w)) / √(W_a/(W_a−w))` (W_min: lightest other cluster) taken at the
+/// heaviest point weight w_max, which makes it a valid (conservative) bound for every point.
+struct Certificate {
+    ratio: Vec<f64>,
+    stuck: Vec<bool>,
+    two_s: Vec<f64>,
+    drift_other: Vec<f64>,
+}
+
+impl Certificate {
+    fn new<T: Real>(geo: &Geometry<T>, cl: &Clusters, f: Factors, min_w: (usize, f64, f64), w_max: f64) -> Self {
+        let k = cl.k;
+        let ratio = (0..k)
+            .map(|a| {
+                let wm = if a == min_w.0 { min_w.2 } else { min_w.1 };
+                let fa = f.leave(cl.wsum[a], w_max).sqrt();
+                if fa.is_finite() {
+                    f.join(wm, w_max).sqrt() / fa
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let dm = geo.drift_max;
+        Certificate {
+            ratio,
+            stuck: cl.counts.iter().map(|&c| c <= 1).collect(),
+            two_s: geo.half_sep.iter().map(|s| 2.0 * s).collect(),
+            drift_other: (0..k).map(|a| if a == dm.0 { dm.2 } else { dm.1 }).collect(),
+        }
+    }
+}
+
 /// The parallel pass: bounds, certificates, one GEMM tile for the uncertified rows, classification.
 #[allow(clippy::too_many_arguments)]
 fn assign_pass<T: Real>(
@@ -269,6 +306,7 @@ fn assign_pass<T: Real>(
     min_w: (usize, f64, f64),
 ) -> Vec<ChunkOut> {
     let (d, k) = (data.d, cl.k);
+    let cert = Certificate::new(geo, cl, f, min_w, data.w_max);
     let means = &cl.means;
     upper
         .par_chunks_mut(TILE)
@@ -284,17 +322,11 @@ fn assign_pass<T: Real>(
                 for r in 0..up.len() {
                     let i = base + r;
                     let a = labels[i] as usize;
-                    let w = data.w[i];
                     let mut u = up[r] + geo.drift[a];
-                    let dm = if a == geo.drift_max.0 { geo.drift_max.2 } else { geo.drift_max.1 };
-                    let l = (lo[r] - dm).max(0.0);
-                    let lb = l.max(2.0 * geo.half_sep[a] - u);
-                    // Smallest joining factor over the other clusters (it increases with W_b).
-                    let wm = if a == min_w.0 { min_w.2 } else { min_w.1 };
-                    let fm = f.join(wm, w).sqrt();
-                    let fa = f.leave(cl.wsum[a], w).sqrt();
-                    let stuck = cl.counts[a] <= 1 || fa.is_infinite();
-                    if stuck || fm * lb >= fa * u {
+                    let l = (lo[r] - cert.drift_other[a]).max(0.0);
+                    let lb = l.max(cert.two_s[a] - u);
+                    let ratio = cert.ratio[a];
+                    if cert.stuck[a] || ratio * lb >= u {
                         up[r] = u;
                         lo[r] = l;
                         out.certified += 1;
@@ -304,7 +336,7 @@ fn assign_pass<T: Real>(
                     u = da2.sqrt();
                     up[r] = u;
                     lo[r] = l;
-                    if fm * lb >= fa * u {
+                    if ratio * lb >= u {
                         out.certified += 1;
                         continue;
                     }

@@ -1,70 +1,153 @@
 //! Initial centres: greedy k-means++ with scikit-learn's semantics (2 + ⌊ln k⌋ local trials, weighted
 //! sampling, the trial that lowers the potential most wins) and "random" (k distinct rows drawn with
-//! probability ∝ sample weight). Distances come from the same tile kernel as the iterations.
+//! probability ∝ sample weight).
 use rayon::prelude::*;
 
-use super::distance::{sq_norm, tile_partial_dists, Scratch, TILE};
+use super::distance::{sq_dist, sq_norm, tile_partial_dists, Scratch, TILE};
 use crate::rng::{uniform, Stream};
 use crate::scalar::Real;
 
 /// Greedy k-means++ seeding; returns k centre rows (row-major `k × d`).
-pub fn kmeans_plusplus<T: Real>(
-    x: &[T],
-    d: usize,
-    xx: &[f64],
-    w: &[f64],
-    k: usize,
-    rng: &mut Stream,
-) -> Vec<T> {
-    let n = xx.len();
+///
+/// Exact, but pruned with the triangle inequality (as in accelerated k-means++): points are kept in
+/// lists by their nearest chosen centre c with the list's radius r_c = max ‖x − c‖. A candidate q
+/// can only get closer to a point x of c than c is when ‖q − c‖ < 2‖x − c‖, so whole lists with
+/// ‖q − c‖ ≥ 2 r_c are skipped, and so are points with ‖q − c‖ ≥ 2‖x − c‖ for every candidate;
+/// the rest are evaluated with GEMM tiles. Sampling
+/// ∝ w·D² walks the lists' potentials, then one list. Candidates are evaluated in parallel; every
+/// sum runs in a fixed order, so the result does not depend on the thread count.
+pub fn kmeans_plusplus<T: Real>(x: &[T], d: usize, xx: &[f64], w: &[f64], k: usize, rng: &mut Stream) -> Vec<T> {
+    let n = w.len();
+    let row = |i: usize| &x[i * d..(i + 1) * d];
     let n_trials = 2 + (k as f64).ln().floor() as usize;
     let mut centers = Vec::with_capacity(k * d);
-
     let first = weighted_pick(w, w.iter().sum(), uniform(rng));
-    centers.extend_from_slice(&x[first * d..(first + 1) * d]);
-    let mut closest = dists_to_candidates(x, d, xx, &[first]);
-    let mut weighted: Vec<f64> = closest.iter().zip(w).map(|(c, wi)| c * wi).collect();
-    let mut pot: f64 = weighted.iter().sum();
+    centers.extend_from_slice(row(first));
+    let mut closest: Vec<f64> = (0..n).into_par_iter().map(|i| sq_dist(row(i), row(first))).collect();
+    let mut owner = vec![0u32; n];
+    let mut members: Vec<Vec<u32>> = vec![(0..n as u32).collect()];
+    let mut list_pot: Vec<f64> = Vec::with_capacity(k);
+    let mut radius: Vec<f64> = Vec::with_capacity(k);
+    let stats = |mem: &[u32], closest: &[f64]| -> (f64, f64) {
+        let pot = mem.iter().map(|&i| w[i as usize] * closest[i as usize]).sum();
+        let r2 = mem.iter().fold(0.0f64, |m, &i| m.max(closest[i as usize]));
+        (pot, r2.sqrt())
+    };
+    let (p0, r0) = stats(&members[0], &closest);
+    list_pot.push(p0);
+    radius.push(r0);
 
-    let mut cand = Vec::with_capacity(n_trials);
-    for _ in 1..k {
-        // Draw the trials by inverse CDF over w·D² (sklearn: searchsorted on the cumulative sum).
-        cand.clear();
-        // Once every point sits on a centre (fewer distinct points than k) draw by weight alone;
-        // the caller warns about the duplicate centres.
-        let (draw, total): (&[f64], f64) = if pot > 0.0 { (&weighted, pot) } else { (w, w.iter().sum()) };
-        let mut targets: Vec<(f64, usize)> = (0..n_trials).map(|t| (uniform(rng) * total, t)).collect();
-        targets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut picks = vec![n - 1; n_trials];
-        let mut acc = 0.0;
-        let mut ti = 0;
-        for (i, &v) in draw.iter().enumerate() {
-            acc += v;
-            while ti < n_trials && targets[ti].0 < acc {
-                picks[targets[ti].1] = i;
-                ti += 1;
-            }
-            if ti == n_trials {
-                break;
-            }
-        }
-        cand.extend_from_slice(&picks);
-
-        // Potential after adding each candidate; the lowest wins (first on ties, as numpy's argmin).
-        let dists = dists_to_candidates(x, d, xx, &cand);
-        let pots: Vec<f64> = (0..n_trials)
-            .map(|t| dists.chunks_exact(n_trials).zip(&closest).zip(w).map(|((row, &c), wi)| wi * c.min(row[t])).sum())
+    for c in 1..k {
+        let total: f64 = list_pot.iter().sum();
+        let cands: Vec<usize> = (0..n_trials)
+            .map(|_| {
+                let u = uniform(rng);
+                if total > 0.0 {
+                    pick_from_lists(&members, &list_pot, &closest, w, u * total)
+                } else {
+                    // Every point sits on a centre (fewer distinct points than k): draw by weight;
+                    // the caller warns about the duplicate centres.
+                    weighted_pick(w, w.iter().sum(), u)
+                }
+            })
             .collect();
-        let best = (0..n_trials).fold(0, |b, t| if pots[t] < pots[b] { t } else { b });
-        let chosen = cand[best];
-        for ((c, row), (wv, wi)) in closest.iter_mut().zip(dists.chunks_exact(n_trials)).zip(weighted.iter_mut().zip(w)) {
-            *c = c.min(row[best]);
-            *wv = *c * wi;
+        // For each candidate: the potential it removes and the points it would take over. Lists
+        // are evaluated in parallel, each against the candidates its radius does not rule out,
+        // with GEMM tiles; the per-list results are combined in list order.
+        let cx_all: Vec<T> = cands.iter().flat_map(|&q| row(q).iter().copied()).collect();
+        let per_list: Vec<(Vec<f64>, Vec<Vec<(u32, f64)>>)> = members
+            .par_iter()
+            .enumerate()
+            .map_init(
+                || Scratch::<T>::new(d, n_trials),
+                |s, (j, mem)| {
+                    let mut gains = vec![0.0; n_trials];
+                    let mut taken = vec![Vec::new(); n_trials];
+                    let cj = &centers[j * d..(j + 1) * d];
+                    let dc2: Vec<f64> = (0..n_trials).map(|t| sq_dist(&cx_all[t * d..(t + 1) * d], cj)).collect();
+                    let ok: Vec<usize> = (0..n_trials).filter(|&t| dc2[t] < 4.0 * radius[j] * radius[j]).collect();
+                    if ok.is_empty() {
+                        return (gains, taken);
+                    }
+                    // A point x of the list can only move to q when ‖q − c_j‖ < 2‖x − c_j‖.
+                    let min_dc2 = ok.iter().map(|&t| dc2[t]).fold(f64::INFINITY, f64::min);
+                    let cx: Vec<T> = ok.iter().flat_map(|&t| cx_all[t * d..(t + 1) * d].iter().copied()).collect();
+                    let cc: Vec<T> = cx.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
+                    let m = ok.len();
+                    let mut pending = mem.iter().map(|&i| i as usize).filter(|&i| 4.0 * closest[i] > min_dc2).peekable();
+                    while pending.peek().is_some() {
+                        s.rows.clear();
+                        s.rows.extend(pending.by_ref().take(TILE));
+                        tile_partial_dists(x, d, &cx, &cc, m, s);
+                        for (r, &i) in s.rows.iter().enumerate() {
+                            let ci = closest[i];
+                            for (q, &t) in ok.iter().enumerate() {
+                                let nd = (xx[i] + s.dots[r * m + q].as_f64()).max(0.0);
+                                if nd < ci {
+                                    gains[t] += w[i] * (ci - nd);
+                                    taken[t].push((i as u32, nd));
+                                }
+                            }
+                        }
+                    }
+                    (gains, taken)
+                },
+            )
+            .collect();
+        let mut evals: Vec<(f64, Vec<(u32, f64)>)> = vec![(0.0, Vec::new()); n_trials];
+        for (gains, taken) in per_list {
+            for (t, (g, mut tk)) in gains.into_iter().zip(taken).enumerate() {
+                evals[t].0 += g;
+                evals[t].1.append(&mut tk);
+            }
         }
-        pot = weighted.iter().sum();
-        centers.extend_from_slice(&x[chosen * d..(chosen + 1) * d]);
+        let best = (0..n_trials).fold(0, |b, t| if evals[t].0 > evals[b].0 { t } else { b });
+        centers.extend_from_slice(row(cands[best]));
+        let taken = &evals[best].1;
+        let mut touched = vec![false; c];
+        for &(i, nd) in taken {
+            touched[owner[i as usize] as usize] = true;
+            owner[i as usize] = c as u32;
+            closest[i as usize] = nd;
+        }
+        for j in 0..c {
+            if touched[j] {
+                members[j].retain(|&i| owner[i as usize] == j as u32);
+                (list_pot[j], radius[j]) = stats(&members[j], &closest);
+            }
+        }
+        members.push(taken.iter().map(|&(i, _)| i).collect());
+        let (pc, rc) = stats(&members[c], &closest);
+        list_pot.push(pc);
+        radius.push(rc);
     }
     centers
+}
+
+/// The point where the cumulative w·D², walked list by list, crosses `target` (the last point with
+/// positive mass when rounding leaves `target` at or past the total).
+fn pick_from_lists(members: &[Vec<u32>], list_pot: &[f64], closest: &[f64], w: &[f64], target: f64) -> usize {
+    let mass = |i: u32| w[i as usize] * closest[i as usize];
+    let mut acc = 0.0;
+    let mut last = None;
+    for (j, (mem, &p)) in members.iter().zip(list_pot).enumerate() {
+        if p <= 0.0 {
+            continue;
+        }
+        last = Some(j);
+        if target < acc + p {
+            let mut inner = acc;
+            for &i in mem {
+                inner += mass(i);
+                if target < inner && mass(i) > 0.0 {
+                    return i as usize;
+                }
+            }
+            return mem.iter().rev().find(|&&i| mass(i) > 0.0).map_or(0, |&i| i as usize);
+        }
+        acc += p;
+    }
+    last.and_then(|j| members[j].iter().rev().find(|&&i| mass(i) > 0.0)).map_or(0, |&i| i as usize)
 }
 
 /// `k` distinct rows drawn with probability ∝ weight (sklearn's `init="random"`).
@@ -104,30 +187,4 @@ fn weighted_pick(w: &[f64], total: f64, u: f64) -> usize {
         }
     }
     last
-}
-
-/// Squared distances from every row of `x` to the rows `cand` of `x`: row-major `n × cand.len()`.
-fn dists_to_candidates<T: Real>(x: &[T], d: usize, xx: &[f64], cand: &[usize]) -> Vec<f64> {
-    let m = cand.len();
-    let mut cx = Vec::with_capacity(m * d);
-    for &c in cand {
-        cx.extend_from_slice(&x[c * d..(c + 1) * d]);
-    }
-    let cc: Vec<T> = cx.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
-    let n = xx.len();
-    let mut out = vec![0.0f64; n * m];
-    out.par_chunks_mut(TILE * m).enumerate().for_each_init(
-        || Scratch::new(d, m),
-        |s, (t, block)| {
-            s.rows.clear();
-            s.rows.extend(t * TILE..((t + 1) * TILE).min(n));
-            tile_partial_dists(x, d, &cx, &cc, m, s);
-            for (r, (o, v)) in block.chunks_exact_mut(m).zip(s.dots.chunks_exact(m)).enumerate() {
-                for (o, v) in o.iter_mut().zip(v) {
-                    *o = (xx[t * TILE + r] + v.as_f64()).max(0.0);
-                }
-            }
-        },
-    );
-    out
 }

@@ -130,7 +130,7 @@ pub fn fit<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, 
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
     let var_mean = xx.iter().sum::<f64>() / (n as f64 * d as f64); // mean of per-feature variances
     let tol = p.tol * var_mean;
-    let data = Data { x: &xc, d, xx: &xx, w: &w };
+    let data = Data { x: &xc, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)) };
 
     let runs: Vec<(batched::Run<T>, Vec<T>)> = (0..p.n_init)
         .into_par_iter()
