@@ -2,8 +2,8 @@
 //! machinery (`batched`) whose certificates, batch and sequential phases are described there.
 //!
 //! Data cross this API as row-major slices (`n × d`) in f32 or f64; sums and decisions run in f64.
-//! The data are mean-centred in a working copy (as scikit-learn does) for precision; the caller's
-//! array is never modified.
+//! Data far from the origin are mean-centred in a working copy for precision (as scikit-learn does
+//! always); the caller's array is never modified.
 pub mod batched;
 pub mod distance;
 pub mod init;
@@ -109,36 +109,62 @@ pub fn fit<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, 
         }
     }
 
-    // Centre the data (unweighted mean, as scikit-learn) in a working copy.
+    // One read pass: column sums and row norms over fixed blocks (deterministic on any thread count).
+    let mut xx = vec![0.0f64; n];
+    let col_sums: Vec<Vec<f64>> = x
+        .par_chunks(d * 4096)
+        .zip(xx.par_chunks_mut(4096))
+        .map(|(src, norms)| {
+            let mut s = vec![0.0f64; d];
+            for (row, nrm) in src.chunks_exact(d).zip(norms.iter_mut()) {
+                for (m, v) in s.iter_mut().zip(row) {
+                    *m += v.as_f64();
+                }
+                *nrm = sq_norm(row);
+            }
+            s
+        })
+        .collect();
     let mut mean = vec![0.0f64; d];
-    for row in x.chunks_exact(d) {
-        for (m, v) in mean.iter_mut().zip(row) {
-            *m += v.as_f64();
+    for s in &col_sums {
+        for (m, v) in mean.iter_mut().zip(s) {
+            *m += v;
         }
     }
     mean.iter_mut().for_each(|m| *m /= n as f64);
-    let mut xc = vec![T::zero(); n * d];
-    let mut xx = vec![0.0f64; n];
-    xc.par_chunks_mut(d * TILE).zip(x.par_chunks(d * TILE)).zip(xx.par_chunks_mut(TILE)).for_each(|((dst, src), norms)| {
-        for ((drow, srow), nrm) in dst.chunks_exact_mut(d).zip(src.chunks_exact(d)).zip(norms.iter_mut()) {
-            for ((o, v), m) in drow.iter_mut().zip(srow).zip(&mean) {
-                *o = T::of(v.as_f64() - m);
+    let mean_sq: f64 = mean.iter().map(|m| m * m).sum();
+    let var_sum = (xx.iter().sum::<f64>() / n as f64 - mean_sq).max(0.0); // Σ per-feature variances
+    let tol = p.tol * var_sum / d as f64; // scikit-learn: tol × mean per-feature variance
+    // Centre (unweighted mean, as scikit-learn) in a working copy only when the offset dominates
+    // the spread: then ‖x‖² − 2x·c + ‖c‖² would cancel badly. Otherwise the copy costs more than
+    // it buys, and the caller's array is used as is (read-only).
+    let centred: Vec<T>;
+    let xw: &[T] = if mean_sq > var_sum {
+        let mut xc = vec![T::zero(); n * d];
+        xc.par_chunks_mut(d * TILE).zip(x.par_chunks(d * TILE)).zip(xx.par_chunks_mut(TILE)).for_each(|((dst, src), norms)| {
+            for ((drow, srow), nrm) in dst.chunks_exact_mut(d).zip(src.chunks_exact(d)).zip(norms.iter_mut()) {
+                for ((o, v), m) in drow.iter_mut().zip(srow).zip(&mean) {
+                    *o = T::of(v.as_f64() - m);
+                }
+                *nrm = sq_norm(drow);
             }
-            *nrm = sq_norm(drow);
-        }
-    });
+        });
+        centred = xc;
+        &centred
+    } else {
+        mean.iter_mut().for_each(|m| *m = 0.0);
+        x
+    };
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
-    let var_mean = xx.iter().sum::<f64>() / (n as f64 * d as f64); // mean of per-feature variances
-    let tol = p.tol * var_mean;
-    let data = Data { x: &xc, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)) };
+    let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)) };
 
     let runs: Vec<(batched::Run<T>, Vec<T>)> = (0..p.n_init)
         .into_par_iter()
         .map(|r| {
             let mut rng = stream(p.seed, r as u64);
             let init_c: Vec<T> = match &init {
-                Init::KMeansPlusPlus => init::kmeans_plusplus(&xc, d, &xx, &w, k, &mut rng),
-                Init::Random => init::random_rows(&xc, d, &w, k, &mut rng),
+                Init::KMeansPlusPlus => init::kmeans_plusplus(xw, d, &xx, &w, k, &mut rng),
+                Init::Random => init::random_rows(xw, d, &w, k, &mut rng),
                 Init::Centers(c) => c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() - m))).collect(),
             };
             (batched::run(&data, &init_c, k, p.algorithm, p.max_iter, tol, total_wxx), init_c)
