@@ -263,33 +263,25 @@ struct ChunkOut {
 /// `ratio_a = √(W_min/(W_min+w)) / √(W_a/(W_a−w))` (W_min: lightest other cluster) taken at the
 /// heaviest point weight w_max, which makes it a valid (conservative) bound for every point.
 struct Certificate {
-    ratio: Vec<f64>,
-    stuck: Vec<bool>,
-    two_s: Vec<f64>,
-    drift_other: Vec<f64>,
+    /// Per cluster: [drift of its centre, largest drift of the others, 2·half-separation, ratio];
+    /// a cluster that must keep its last point gets 2s = ∞ (every member certified).
+    per_cluster: Vec<[f64; 4]>,
 }
 
 impl Certificate {
     fn new<T: Real>(geo: &Geometry<T>, cl: &Clusters, f: Factors, min_w: (usize, f64, f64), w_max: f64) -> Self {
-        let k = cl.k;
-        let ratio = (0..k)
+        let dm = geo.drift_max;
+        let per_cluster = (0..cl.k)
             .map(|a| {
                 let wm = if a == min_w.0 { min_w.2 } else { min_w.1 };
                 let fa = f.leave(cl.wsum[a], w_max).sqrt();
-                if fa.is_finite() {
-                    f.join(wm, w_max).sqrt() / fa
-                } else {
-                    0.0
-                }
+                let stuck = cl.counts[a] <= 1;
+                let ratio = if stuck { 1.0 } else if fa.is_finite() { f.join(wm, w_max).sqrt() / fa } else { 0.0 };
+                let two_s = if stuck { f64::INFINITY } else { 2.0 * geo.half_sep[a] };
+                [geo.drift[a], if a == dm.0 { dm.2 } else { dm.1 }, two_s, ratio]
             })
             .collect();
-        let dm = geo.drift_max;
-        Certificate {
-            ratio,
-            stuck: cl.counts.iter().map(|&c| c <= 1).collect(),
-            two_s: geo.half_sep.iter().map(|s| 2.0 * s).collect(),
-            drift_other: (0..k).map(|a| if a == dm.0 { dm.2 } else { dm.1 }).collect(),
-        }
+        Certificate { per_cluster }
     }
 }
 
@@ -319,30 +311,32 @@ fn assign_pass<T: Real>(
                 let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), certified: 0 };
                 s.rows.clear();
                 da2s.clear();
-                for r in 0..up.len() {
-                    let i = base + r;
-                    let a = labels[i] as usize;
-                    let mut u = up[r] + geo.drift[a];
-                    let l = (lo[r] - cert.drift_other[a]).max(0.0);
-                    let lb = l.max(cert.two_s[a] - u);
-                    let ratio = cert.ratio[a];
-                    if cert.stuck[a] || ratio * lb >= u {
-                        up[r] = u;
-                        lo[r] = l;
-                        out.certified += 1;
-                        continue;
+                // Pass 1, branch-light: move every bound by the drift, keep the uncertified rows.
+                let lab = &labels[base..base + up.len()];
+                for (r, (&a, (u, l))) in lab.iter().zip(up.iter_mut().zip(lo.iter_mut())).enumerate() {
+                    let [drift, drift_other, two_s, ratio] = cert.per_cluster[a as usize];
+                    *u += drift;
+                    *l = (*l - drift_other).max(0.0);
+                    if ratio * l.max(two_s - *u) < *u {
+                        s.rows.push(base + r);
                     }
-                    let da2 = sq_dist_f64(data.row(i), &means[a * d..(a + 1) * d]);
-                    u = da2.sqrt();
-                    up[r] = u;
-                    lo[r] = l;
-                    if ratio * lb >= u {
-                        out.certified += 1;
-                        continue;
-                    }
-                    s.rows.push(i);
-                    da2s.push(da2);
                 }
+                // Pass 2: tighten u to the exact distance; keep the rows still uncertified.
+                let mut kept = 0;
+                for q in 0..s.rows.len() {
+                    let i = s.rows[q];
+                    let (r, a) = (i - base, labels[i] as usize);
+                    let [_, _, two_s, ratio] = cert.per_cluster[a];
+                    let da2 = sq_dist_f64(data.row(i), &means[a * d..(a + 1) * d]);
+                    up[r] = da2.sqrt();
+                    if ratio * lo[r].max(two_s - up[r]) < up[r] {
+                        s.rows[kept] = i;
+                        da2s.push(da2);
+                        kept += 1;
+                    }
+                }
+                s.rows.truncate(kept);
+                out.certified = up.len() - kept;
                 if s.rows.is_empty() {
                     return out;
                 }
