@@ -19,8 +19,7 @@ pub enum Method {
 }
 
 /// A validated projection kernel with its leverage scores and alias table.
-pub struct Projection<'a, T: Real> {
-    pub u: &'a [T],
+pub struct Projection {
     pub n: usize,
     pub p: usize,
     pub leverage: Vec<f64>,
@@ -30,10 +29,10 @@ pub struct Projection<'a, T: Real> {
 /// Rank tolerance of the samplers (relative residual treated as zero).
 pub const TOL: f64 = 1e-10;
 
-impl<'a, T: Real> Projection<'a, T> {
+impl Projection {
     /// `check_tol`: maximal |UᵀU − I| accepted (None skips the O(np²) check, for bases that come
     /// from [`ortho::orthonormalize`]).
-    pub fn new(u: &'a [T], n: usize, p: usize, check_tol: Option<f64>) -> Result<Self> {
+    pub fn new<T: Real>(u: &[T], n: usize, p: usize, check_tol: Option<f64>) -> Result<Self> {
         ensure_matrix("U", u, n, p)?;
         super::ortho::finite("U", u)?;
         if p > n {
@@ -50,13 +49,16 @@ impl<'a, T: Real> Projection<'a, T> {
         }
         let leverage = ortho::leverage(u, n, p);
         let table = AliasTable::new(&leverage)?;
-        Ok(Projection { u, n, p, leverage, table })
+        Ok(Projection { n, p, leverage, table })
     }
 
-    /// One sample of exactly p items from stream (seed, task).
-    pub fn sample(&self, method: Method, seed: u64, task: u64) -> Result<Vec<usize>> {
+    /// One sample of exactly p items from stream (seed, task); `u` must be the matrix given to `new`.
+    pub fn sample<T: Real>(&self, u: &[T], method: Method, seed: u64, task: u64) -> Result<Vec<usize>> {
+        if u.len() != self.n * self.p {
+            return Err(ThriftyError::shape("U", "does not match the sampler's shape"));
+        }
         let mut r = rng::stream(seed, task);
-        let mut st = FactorState::new(self.u, self.n, self.p, &self.leverage);
+        let mut st = FactorState::new(u, self.n, self.p, &self.leverage);
         let mode = match method {
             Method::Chain => Mode::Sample(&mut r),
             Method::AcceptReject => Mode::AcceptReject(&mut r, &self.table),
@@ -65,8 +67,8 @@ impl<'a, T: Real> Projection<'a, T> {
     }
 
     /// `count` samples; sample s uses stream (seed, s), so the result is thread-count independent.
-    pub fn sample_many(&self, count: usize, method: Method, seed: u64) -> Result<Vec<Vec<usize>>> {
-        (0..count as u64).into_par_iter().map(|s| self.sample(method, seed, s)).collect()
+    pub fn sample_many<T: Real>(&self, u: &[T], count: usize, method: Method, seed: u64) -> Result<Vec<Vec<usize>>> {
+        (0..count as u64).into_par_iter().map(|s| self.sample(u, method, seed, s)).collect()
     }
 }
 
@@ -83,7 +85,7 @@ mod tests {
         assert_eq!(rank, p);
         let proj = Projection::new(&u, n, p, Some(1e-8)).unwrap();
         for method in [Method::Chain, Method::AcceptReject] {
-            let s = proj.sample_many(20_000, method, 11).unwrap();
+            let s = proj.sample_many(&u, 20_000, method, 11).unwrap();
             let mut counts = vec![0usize; n];
             for smp in &s {
                 let mut t = smp.clone();
@@ -100,7 +102,7 @@ mod tests {
                 assert!((counts[i] as f64 / 20_000.0 - pi).abs() < 5.0 * sd + 1e-9, "{method:?} item {i}");
             }
             // Same seed, same samples (and thread-count independence follows from per-sample streams).
-            assert_eq!(proj.sample_many(5, method, 11).unwrap(), s[..5].to_vec());
+            assert_eq!(proj.sample_many(&u, 5, method, 11).unwrap(), s[..5].to_vec());
         }
         let bad: Vec<f64> = x.clone();
         assert!(Projection::new(&bad, n, p, Some(1e-8)).is_err());

@@ -1,0 +1,63 @@
+"""Validation helpers of :mod:`thrifty.dpp` (friendly errors that name the argument)."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from thrifty._validation import check_finite_matrix, check_finite_vector
+
+FloatArray = npt.NDArray[np.floating[Any]]
+IntArray = npt.NDArray[np.int64]
+
+
+def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as an int in [minimum, maximum], or a TypeError/ValueError naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    v = int(value)
+    if v < minimum or (maximum is not None and v > maximum):
+        hi = "" if maximum is None else f", {maximum}"
+        raise ValueError(f"{name} must be in [{minimum}{hi}], got {v}")
+    return v
+
+
+def check_positive_float(value: Any, name: str, *, allow_zero: bool = False) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'positive'} and finite, got {v}")
+    return v
+
+
+def check_matrix(a: Any, name: str, *, keep_float32: bool = True) -> FloatArray:
+    """A C-contiguous float32/float64 copy-free view (float32 kept when ``keep_float32``)."""
+    return check_finite_matrix(a, name, dtype=None if keep_float32 else np.float64)
+
+
+def check_vector(a: Any, name: str, length: int) -> npt.NDArray[np.float64]:
+    return check_finite_vector(a, name, length)
+
+
+def readonly_copy(a: FloatArray) -> FloatArray:
+    """A private, read-only copy (user arrays are never modified nor aliased)."""
+    out = np.array(a, copy=True, order="C")
+    out.setflags(write=False)
+    return out
+
+
+def resolve_weights(weights: Any, kdiag: npt.NDArray[np.float64], n: int) -> npt.NDArray[np.float64]:
+    """Per-item weights of a linear statistic: "unbiased" (1/K_ii), "none" (1) or an array."""
+    if isinstance(weights, str):
+        if weights == "unbiased":
+            with np.errstate(divide="ignore"):
+                w = np.where(kdiag > 0, 1.0 / np.where(kdiag > 0, kdiag, 1.0), 0.0)
+            return np.asarray(w, dtype=np.float64)
+        if weights == "none":
+            return np.ones(n)
+        raise ValueError(f"weights must be 'unbiased', 'none' or an array, got {weights!r}")
+    return check_vector(weights, "weights", n)
