@@ -34,9 +34,15 @@ def check_positive_float(value: Any, name: str, *, allow_zero: bool = False) -> 
     return v
 
 
-def check_matrix(a: Any, name: str, *, keep_float32: bool = True) -> FloatArray:
-    """A C-contiguous float32/float64 copy-free view (float32 kept when ``keep_float32``)."""
-    return check_finite_matrix(a, name, dtype=None if keep_float32 else np.float64)
+def check_matrix(a: Any, name: str) -> FloatArray:
+    """A C-contiguous float32/float64 array (float32 kept; other dtypes become float64)."""
+    return check_finite_matrix(a, name, dtype=None)
+
+
+def check_matrix64(a: Any, name: str) -> npt.NDArray[np.float64]:
+    """A C-contiguous float64 array."""
+    out: npt.NDArray[np.float64] = np.asarray(check_finite_matrix(a, name, dtype=np.float64), dtype=np.float64)
+    return out
 
 
 def check_vector(a: Any, name: str, length: int) -> npt.NDArray[np.float64]:

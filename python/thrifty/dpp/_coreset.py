@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from thrifty._validation import RandomState, seed_from_random_state
-from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_vector
+from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_matrix64, check_vector
 from thrifty.dpp._kernels import Density, Kernel, Split, StratifiedDPP, discretize
 from thrifty.dpp._projection import ProjectionDPP
 
@@ -78,7 +78,7 @@ class Coreset:
             raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
         if weights not in ("unbiased", "self_normalized"):
             raise ValueError(f"weights must be 'unbiased' or 'self_normalized', got {weights!r}")
-        x = check_matrix(X, "X", keep_float32=False)
+        x = check_matrix64(X, "X")
         dpp = discretize(x, m, kernel=kernel, density=density, **kernel_options)
         seed = seed_from_random_state(random_state)
         idx = dpp.sample(seed)
@@ -162,7 +162,7 @@ class MinibatchSampler:
         random_state: RandomState = None,
         **kernel_options: Any,
     ) -> None:
-        x = check_matrix(X, "X", keep_float32=False)
+        x = check_matrix64(X, "X")
         bs = check_int(batch_size, "batch_size", minimum=1, maximum=x.shape[0])
         opts: dict[str, Any] = dict(kernel_options)
         if kernel == "haar":
@@ -205,11 +205,12 @@ class MinibatchSampler:
         ImportError
             If torch is not installed.
         """
-        from torch.utils.data import Sampler
+        import importlib
 
+        Sampler: Any = importlib.import_module("torch.utils.data").Sampler
         outer = self
 
-        class _DPPBatchSampler(Sampler[list[int]]):  # type: ignore[misc]
+        class _DPPBatchSampler(Sampler):  # type: ignore[misc]
             item_weights = outer.item_weights
 
             def __init__(self) -> None:

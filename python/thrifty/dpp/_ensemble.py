@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from thrifty import _core
 from thrifty._validation import RandomState, check_n_jobs, seed_from_random_state
-from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_vector, resolve_weights
+from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_matrix64, check_vector, resolve_weights
 
 
 class LEnsemble:
@@ -64,7 +64,7 @@ class LEnsemble:
         if (L is None) == (features is None):
             raise ValueError("give exactly one of L and features")
         if L is not None:
-            lm = check_matrix(L, "L", keep_float32=False)
+            lm = check_matrix64(L, "L")
             if lm.shape[0] != lm.shape[1]:
                 raise ValueError(f"L must be square, got shape {lm.shape}")
             self._core = _core.DppEnsemble.from_kernel(lm)
@@ -84,7 +84,8 @@ class LEnsemble:
 
     def sample(self, random_state: RandomState = None) -> IntArray:
         """One exact sample (int64 indices; its size is random with mean :attr:`expected_size`)."""
-        return self.sample_many(1, random_state)[0]
+        out: IntArray = self.sample_many(1, random_state)[0]
+        return out
 
     def sample_many(self, n_samples: int, random_state: RandomState = None, *, n_jobs: int | None = None) -> list[IntArray]:
         """``n_samples`` independent samples (a list of int64 arrays; sample s uses stream (seed, s))."""
@@ -98,7 +99,8 @@ class LEnsemble:
 
     def sample_k(self, k: int, random_state: RandomState = None) -> IntArray:
         """One exact k-DPP sample (``P(S) ∝ det L_S`` restricted to ``|S| = k``)."""
-        return self.sample_k_many(k, 1, random_state)[0]
+        out: IntArray = self.sample_k_many(k, 1, random_state)[0]
+        return out
 
     def sample_k_many(self, k: int, n_samples: int, random_state: RandomState = None, *, n_jobs: int | None = None) -> IntArray:
         """``n_samples`` k-DPP samples as an int64 array of shape (n_samples, k).
@@ -118,7 +120,8 @@ class LEnsemble:
 
     def inclusion_probabilities(self) -> npt.NDArray[np.float64]:
         """``P(i ∈ S) = K_ii`` with the marginal kernel ``K = L(L + I)⁻¹`` (float64, shape (n,))."""
-        return self._kdiag.copy()
+        out: npt.NDArray[np.float64] = self._kdiag.copy()
+        return out
 
     def marginal_kernel_factor(self) -> npt.NDArray[np.float64]:
         """``W`` (n×rank) with ``K = WWᵀ``: eigenvectors scaled by ``√(λ/(1+λ))``."""

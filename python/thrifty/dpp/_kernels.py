@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from thrifty import _core
 from thrifty._validation import RandomState, check_n_jobs, seed_from_random_state
-from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_vector, resolve_weights
+from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_matrix64, check_vector, resolve_weights
 from thrifty.dpp._projection import ProjectionDPP
 
 Kernel = Literal["haar", "ope", "daubechies"]
@@ -77,11 +77,13 @@ class StratifiedDPP:
     @property
     def cells(self) -> IntArray:
         """Cell label of every item (0..rank-1)."""
-        return self._cells.copy()
+        out: IntArray = self._cells.copy()
+        return out
 
     def sample(self, random_state: RandomState = None) -> IntArray:
         """One exact sample (one item per cell, ordered by cell)."""
-        return self.sample_many(1, random_state)[0]
+        out: IntArray = self.sample_many(1, random_state)[0]
+        return out
 
     def sample_many(self, n_samples: int, random_state: RandomState = None, *, n_jobs: int | None = None) -> IntArray:
         """``n_samples`` samples as an int64 array of shape (n_samples, rank)."""
@@ -91,7 +93,9 @@ class StratifiedDPP:
         return np.asarray(self._core.sample_many(count, seed, check_n_jobs(n_jobs)), dtype=np.int64)
 
     def inclusion_probabilities(self) -> F64:
-        return self._kdiag.copy()
+        """``K_ii`` (sums to one inside every cell)."""
+        out: F64 = self._kdiag.copy()
+        return out
 
     def basis(self) -> F64:
         """Dense ``U`` (n×rank) with ``K = UUᵀ`` (for checks on small problems)."""
@@ -198,7 +202,7 @@ def discretize(
     jacobi_params : (a, b)
         Jacobi exponents (> −1) of the OPE weight ``Π(1−x)^a(1+x)^b``; (0, 0) is Legendre.
     """
-    x = check_matrix(X, "X", keep_float32=False)
+    x = check_matrix64(X, "X")
     n, d = x.shape
     mm = check_int(m, "m", minimum=1)
     if kernel == "haar":

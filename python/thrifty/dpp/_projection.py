@@ -143,7 +143,8 @@ class ProjectionDPP:
 
     def sample(self, random_state: RandomState = None, *, method: Method | None = None) -> IntArray:
         """One exact sample: int64 array of ``rank`` distinct item indices (in order of selection)."""
-        return self.sample_many(1, random_state, method=method)[0]
+        out: IntArray = self.sample_many(1, random_state, method=method)[0]
+        return out
 
     def sample_many(
         self, n_samples: int, random_state: RandomState = None, *, method: Method | None = None, n_jobs: int | None = None
@@ -162,7 +163,8 @@ class ProjectionDPP:
 
     def inclusion_probabilities(self) -> npt.NDArray[np.float64]:
         """``P(i ∈ S) = K_ii = ‖U_i‖²`` (float64, shape (n,), sums to rank)."""
-        return self._kdiag.copy()
+        out: npt.NDArray[np.float64] = self._kdiag.copy()
+        return out
 
     def exact_variance(self, g: Any, *, weights: Any = "unbiased") -> float:
         """Exact variance of the linear statistic ``Σ_{i∈S} w_i g_i``, without sampling.
@@ -178,4 +180,4 @@ class ProjectionDPP:
         """
         gv = check_vector(g, "g", self.n_items)
         w = resolve_weights(weights, self._kdiag, self.n_items)
-        return float(_core.dpp_exact_variance(self.U, np.ascontiguousarray(w * gv)))
+        return float(_core.dpp_exact_variance(self.U, np.ascontiguousarray(w * gv, dtype=np.float64)))
