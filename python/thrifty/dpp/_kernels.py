@@ -190,7 +190,10 @@ def discretize(
         ``Σ_k φ(x−k)²`` (from 0.52 to 2 for db2), so ``Σ_{i∈S} 1/(n K_ii)`` is unbiased for 1 but
         not equal to 1 — see :class:`Coreset` ``weights="self_normalized"``.
     density : see :func:`estimate_density`
-        γ̃; the features are multiplied by ``√(q/γ̃)``.
+        γ̃; the features are multiplied by ``√(q/γ̃)``. For ``"haar"``, ``"histogram"`` means the
+        histogram on the Haar cells themselves (constant on each cell, so ``K_ii = 1/n_cell`` and
+        the weights integrate constants exactly), and ``split="quantile"`` ignores ``density``
+        (the partition already follows the data).
     domain : array-like of shape (d, 2), optional
         The box mapped onto the kernel's domain ([0,1]^d for Haar/Daubechies, [−1,1]^d for the
         OPE). Points outside raise a ValueError. Default: the data's bounding box.
@@ -212,7 +215,13 @@ def discretize(
             raise ValueError(f"m = {mm} exceeds the number of points ({n})")
         z = map_to_domain(x, domain, 0.0, 1.0)
         cells, _vol = _core.dpp_partition(z, mm, split)
-        g = estimate_density(z, density, x) if split == "volume" else np.ones(n)
+        # A histogram on the Haar cells themselves ("histogram at level J") is constant on every
+        # cell, so it cancels: K_ii = 1/n_cell and the weights integrate constants exactly. A
+        # density that varies inside a cell keeps the estimator unbiased but not exact for constants.
+        if split == "quantile" or (isinstance(density, str) and density == "histogram"):
+            g = np.ones(n)
+        else:
+            g = estimate_density(z, density, x)
         kdiag, _rank = _core.dpp_haar_diagonal(cells, mm, np.ascontiguousarray(g))
         return StratifiedDPP(np.asarray(cells), np.asarray(kdiag))
     if kernel in ("daubechies", "ope") and mm > n:
