@@ -34,9 +34,24 @@ def check_positive_float(value: Any, name: str, *, allow_zero: bool = False) -> 
     return v
 
 
-def check_matrix(a: Any, name: str) -> FloatArray:
-    """A C-contiguous float32/float64 array (float32 kept; other dtypes become float64)."""
-    return check_finite_matrix(a, name, dtype=None)
+def check_matrix(a: Any, name: str, *, finite: bool = True) -> FloatArray:
+    """A C-contiguous float32/float64 array (float32 kept; other dtypes become float64).
+
+    ``finite=False`` leaves the NaN/inf check to the Rust core (same message, one pass less over
+    large arrays).
+    """
+    if finite:
+        return check_finite_matrix(a, name, dtype=None)
+    arr = np.asarray(a)
+    if arr.dtype.kind in "OUSV" or np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array, got {arr.ndim}-D with shape {arr.shape}")
+    if arr.shape[0] < 1 or arr.shape[1] == 0:
+        raise ValueError(f"{name} must have at least 1 row(s) and 1 column, got shape {arr.shape}")
+    target = arr.dtype if arr.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    out: FloatArray = np.ascontiguousarray(arr, dtype=target)
+    return out
 
 
 def check_matrix64(a: Any, name: str) -> npt.NDArray[np.float64]:

@@ -64,7 +64,7 @@ def orthonormalize(features: Any, *, rtol: float | None = None) -> FloatArray:
     >>> Q.shape, bool(np.allclose(Q.T @ Q, np.eye(5)))
     ((1000, 5), True)
     """
-    x = check_matrix(features, "features")
+    x = check_matrix(features, "features", finite=False)
     tol = _default_rtol(x.dtype) if rtol is None else check_positive_float(rtol, "rtol")
     if not tol < 1:
         raise ValueError(f"rtol must be in (0, 1), got {tol}")
@@ -80,7 +80,8 @@ class ProjectionDPP:
     U : array-like of shape (n, p)
         Orthonormal columns (checked: ``max |UᵀU − I| ≤ 1e-6`` in float64, ``1e-3`` in float32;
         use :func:`orthonormalize` or :meth:`from_features` otherwise). float32 is kept end to end.
-        A private read-only copy is stored.
+        A private read-only copy is stored (``copy=False`` keeps a read-only view instead: then
+        the caller must not modify U afterwards).
     method : {"accept_reject", "chain"}, default "accept_reject"
         Exact sampler. ``"accept_reject"`` proposes items from an alias table over the leverage
         scores ``K_ii`` and accepts with probability residual/leverage (Barthelmé, Tremblay & Amblard
@@ -113,12 +114,16 @@ class ProjectionDPP:
     True
     """
 
-    def __init__(self, U: Any, *, method: Method = "accept_reject", _checked: bool = True) -> None:
-        u = check_matrix(U, "U")
+    def __init__(self, U: Any, *, method: Method = "accept_reject", copy: bool = True, _checked: bool = True) -> None:
+        u = check_matrix(U, "U", finite=False)
         if u.shape[1] > u.shape[0]:
             raise ValueError(f"U must have at most as many columns as rows, got shape {u.shape}")
         self._method = self._check_method(method)
-        self.U: FloatArray = readonly_copy(u)
+        if copy:
+            self.U: FloatArray = readonly_copy(u)
+        else:
+            self.U = u.view()
+            self.U.setflags(write=False)
         tol = 1e-3 if u.dtype == np.float32 else 1e-6
         self._core = _core.DppProjection(self.U, tol if _checked else None)
         self._kdiag: npt.NDArray[np.float64] = np.asarray(self._core.leverage())
@@ -129,7 +134,7 @@ class ProjectionDPP:
     @classmethod
     def from_features(cls, features: Any, *, rtol: float | None = None, method: Method = "accept_reject") -> ProjectionDPP:
         """The projection DPP onto the column space of ``features`` (orthonormalised first)."""
-        return cls(orthonormalize(features, rtol=rtol), method=method, _checked=False)
+        return cls(orthonormalize(features, rtol=rtol), method=method, copy=False, _checked=False)
 
     @staticmethod
     def _check_method(method: Any) -> Method:

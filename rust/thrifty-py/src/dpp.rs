@@ -8,7 +8,6 @@ use thrifty_core::dpp::ensemble::Spectrum;
 use thrifty_core::dpp::kernels::{self, Split, Stratified};
 use thrifty_core::dpp::projection::{Method, Projection};
 use thrifty_core::dpp::{greedy, ortho, PivotPath};
-use thrifty_core::scalar::Real;
 use thrifty_core::threads::with_threads;
 
 type Idx<'py> = Bound<'py, PyArray1<i64>>;
@@ -65,7 +64,7 @@ fn path_out<'py>(py: Python<'py>, p: PivotPath) -> (Idx<'py>, Bound<'py, PyArray
 
 // ---- orthonormalisation, leverage, variance --------------------------------------------------
 
-fn orth_impl<'py, T: Real + numpy::Element>(py: Python<'py>, a: PyReadonlyArray2<'py, T>, rtol: f64) -> PyResult<(Bound<'py, PyAny>, usize)> {
+fn orth_impl<'py, T: ortho::Dense + numpy::Element>(py: Python<'py>, a: PyReadonlyArray2<'py, T>, rtol: f64) -> PyResult<(Bound<'py, PyAny>, usize)> {
     let (s, n, p) = slice2(&a, "features")?;
     let (q, r) = py.detach(|| ortho::orthonormalize(s, n, p, rtol)).py()?;
     Ok((q.into_pyarray(py).reshape([n, r])?.into_any(), r))

@@ -68,7 +68,7 @@ impl Spectrum {
     }
 
     /// From features Φ (n×d, L = ΦΦᵀ), through the thin SVD of Φ.
-    pub fn from_features<T: Real>(phi: &[T], n: usize, d: usize) -> Result<Self> {
+    pub fn from_features<T: ortho::Dense>(phi: &[T], n: usize, d: usize) -> Result<Self> {
         ensure_matrix("features", phi, n, d)?;
         super::ortho::finite("features", phi)?;
         let f: Vec<f64> = phi.iter().map(|&v| Real::to_f64(v)).collect();

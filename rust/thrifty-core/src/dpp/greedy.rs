@@ -45,7 +45,7 @@ pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64) -> Resul
 }
 
 /// Greedy entropy / MAP selection on L = VVᵀ, V n×p.
-pub fn entropy_factor<T: Real>(v: &[T], n: usize, p: usize, k: usize, tol: f64) -> Result<PivotPath> {
+pub fn entropy_factor<T: super::ortho::Dense>(v: &[T], n: usize, p: usize, k: usize, tol: f64) -> Result<PivotPath> {
     ensure_matrix("features", v, n, p)?;
     super::ortho::finite("features", v)?;
     check_k(k, n)?;

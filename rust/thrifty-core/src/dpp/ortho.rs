@@ -22,23 +22,37 @@ pub fn finite<T: Real>(arg: &'static str, values: &[T]) -> Result<()> {
     }
 }
 
-/// `XᵀX` (p×p, row-major, f64) of a row-major `n × p` matrix.
-pub fn gram<T: Real>(x: &[T], n: usize, p: usize) -> Vec<f64> {
-    let partials: Vec<Vec<f64>> = x[..n * p]
-        .par_chunks(BLOCK * p)
-        .map(|blk| {
-            let b = blk.len() / p;
-            let mut t = vec![T::zero(); p * b];
-            for i in 0..b {
-                for j in 0..p {
-                    t[j * b + i] = blk[i * p + j];
-                }
+/// Dense kernels on row-major blocks for the two float types (faer GEMM with runtime SIMD dispatch).
+pub trait Dense: Real {
+    /// `out (p×p) = blkᵀ blk` for a row-major `b × p` block.
+    fn gram_block(blk: &[Self], b: usize, p: usize, out: &mut [Self]);
+    /// `out (b×r) = blk (b×p) · w (p×r)`, all row-major.
+    fn mul_block(blk: &[Self], b: usize, p: usize, w: &[Self], r: usize, out: &mut [Self]);
+}
+
+macro_rules! impl_dense {
+    ($t:ty) => {
+        impl Dense for $t {
+            fn gram_block(blk: &[Self], b: usize, p: usize, out: &mut [Self]) {
+                use faer::{linalg::matmul::matmul, Accum, MatMut, MatRef, Par};
+                let x = MatRef::from_row_major_slice(blk, b, p);
+                let dst = MatMut::from_row_major_slice_mut(out, p, p);
+                matmul(dst, Accum::Replace, x.transpose(), x, 1.0 as $t, Par::Seq);
             }
-            let mut g = vec![T::zero(); p * p];
-            T::gemm_nt(&t, &t, p, p, b, &mut g);
-            g.into_iter().map(|v| v.to_f64()).collect()
-        })
-        .collect();
+            fn mul_block(blk: &[Self], b: usize, p: usize, w: &[Self], r: usize, out: &mut [Self]) {
+                use faer::{linalg::matmul::matmul, Accum, MatMut, MatRef, Par};
+                let x = MatRef::from_row_major_slice(blk, b, p);
+                let wm = MatRef::from_row_major_slice(w, p, r);
+                let dst = MatMut::from_row_major_slice_mut(out, b, r);
+                matmul(dst, Accum::Replace, x, wm, 1.0 as $t, Par::Seq);
+            }
+        }
+    };
+}
+impl_dense!(f32);
+impl_dense!(f64);
+
+fn sum_partials(partials: Vec<Vec<f64>>, p: usize) -> Vec<f64> {
     let mut g = vec![0.0; p * p];
     for part in partials {
         for (a, b) in g.iter_mut().zip(part) {
@@ -48,8 +62,21 @@ pub fn gram<T: Real>(x: &[T], n: usize, p: usize) -> Vec<f64> {
     g
 }
 
+/// `XᵀX` (p×p, row-major, f64) of a row-major `n × p` matrix; blocks summed in a fixed order.
+pub fn gram<T: Dense>(x: &[T], n: usize, p: usize) -> Vec<f64> {
+    let partials: Vec<Vec<f64>> = x[..n * p]
+        .par_chunks(BLOCK * p)
+        .map(|blk| {
+            let mut g = vec![T::zero(); p * p];
+            T::gram_block(blk, blk.len() / p, p, &mut g);
+            g.into_iter().map(|v| v.to_f64()).collect()
+        })
+        .collect();
+    sum_partials(partials, p)
+}
+
 /// Largest absolute entry of `UᵀU − I` (how far the columns of `u` are from orthonormal).
-pub fn orthonormality_error<T: Real>(u: &[T], n: usize, p: usize) -> f64 {
+pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> f64 {
     let g = gram(u, n, p);
     let mut e: f64 = 0.0;
     for i in 0..p {
@@ -94,7 +121,7 @@ fn whitening(g: &[f64], p: usize, rtol: f64) -> Option<Vec<f64>> {
 }
 
 /// Fallback: column-pivoted Householder QR of X (in f64), rank from |R_jj| > rtol·|R_00|.
-fn householder<T: Real>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T>, usize)> {
+fn householder<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T>, usize)> {
     let f: Vec<f64> = x.iter().map(|&v| Real::to_f64(v)).collect();
     let qr = linalg::view(&f, n, p).col_piv_qr();
     let r = qr.R();
@@ -114,26 +141,27 @@ fn householder<T: Real>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T
     Ok((out, rank))
 }
 
-/// `X·W` (n×r) computed blockwise, together with its Gram matrix.
-fn apply<T: Real>(x: &[T], n: usize, p: usize, w: &[f64], r: usize) -> (Vec<T>, Vec<f64>) {
-    let mut wt = vec![T::zero(); r * p];
-    for i in 0..p {
-        for c in 0..r {
-            wt[c * p + i] = T::of(w[i * r + c]);
-        }
-    }
+/// `X·W` (n×r) computed blockwise, fused with its Gram matrix (each block is still in cache).
+fn apply<T: Dense>(x: &[T], n: usize, p: usize, w: &[f64], r: usize) -> (Vec<T>, Vec<f64>) {
+    let wt: Vec<T> = w.iter().map(|&v| T::of(v)).collect();
     let mut q = vec![T::zero(); n * r];
-    q.par_chunks_mut(BLOCK * r).zip(x[..n * p].par_chunks(BLOCK * p)).for_each(|(qb, xb)| {
-        let b = xb.len() / p;
-        T::gemm_nt(xb, &wt, b, r, p, qb);
-    });
-    let g = gram(&q, n, r);
-    (q, g)
+    let partials: Vec<Vec<f64>> = q
+        .par_chunks_mut(BLOCK * r)
+        .zip(x[..n * p].par_chunks(BLOCK * p))
+        .map(|(qb, xb)| {
+            let b = xb.len() / p;
+            T::mul_block(xb, b, p, &wt, r, qb);
+            let mut g = vec![T::zero(); r * r];
+            T::gram_block(qb, b, r, &mut g);
+            g.into_iter().map(|v| v.to_f64()).collect()
+        })
+        .collect();
+    (q, sum_partials(partials, r))
 }
 
 /// Orthonormal basis `Q` (n×r, row-major) of the column space of the row-major `n × p` matrix `x`
 /// and its numerical rank `r` (singular values below `rtol · σ_max` are dropped). O(np²) time.
-pub fn orthonormalize<T: Real>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T>, usize)> {
+pub fn orthonormalize<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T>, usize)> {
     ensure_matrix("features", x, n, p)?;
     super::ortho::finite("features", x)?;
     if !(rtol > 0.0 && rtol < 1.0) {
@@ -165,7 +193,7 @@ pub fn orthonormalize<T: Real>(x: &[T], n: usize, p: usize, rtol: f64) -> Result
 
 /// Exact variance of the linear statistic Σ_{i∈S} g_i of a DPP with marginal kernel K = WWᵀ
 /// (W n×r, row-major): Σ g_i² K_ii − ‖Wᵀ diag(g) W‖_F². O(nr²), no n×n matrix.
-pub fn exact_variance<T: Real>(w: &[T], n: usize, r: usize, g: &[f64]) -> Result<f64> {
+pub fn exact_variance<T: Dense>(w: &[T], n: usize, r: usize, g: &[f64]) -> Result<f64> {
     ensure_matrix("U", w, n, r)?;
     if g.len() != n {
         return Err(ThriftyError::shape("g", format!("has length {}, expected {n}", g.len())));

@@ -19,6 +19,7 @@ use super::alias::AliasTable;
 use crate::error::{Result, ThriftyError};
 use crate::rng::{self, Stream};
 use crate::scalar::Real;
+use super::ortho::Dense;
 use rayon::prelude::*;
 
 const PAR_ROWS: usize = 16384;
@@ -28,8 +29,16 @@ pub trait PivotState: Sync {
     fn n(&self) -> usize;
     /// Initial residual diagonal (K_ii).
     fn diagonal(&self) -> Vec<f64>;
+    /// K_ii of one item.
+    fn diagonal_at(&self, i: usize) -> f64;
     /// Current residual of item i (O(p·t) for a factor, O(t) for a kernel).
     fn residual(&self, i: usize) -> f64;
+    /// Residuals of several items at once (a GEMM for a factor).
+    fn residuals(&self, idx: &[usize], out: &mut [f64]) {
+        for (o, &i) in out.iter_mut().zip(idx) {
+            *o = self.residual(i);
+        }
+    }
     /// Condition on item j; returns its residual before conditioning (the Cholesky pivot), or
     /// `None` if it is numerically zero (below `tol`).
     fn add(&mut self, j: usize, tol: f64) -> Option<f64>;
@@ -38,7 +47,7 @@ pub trait PivotState: Sync {
 }
 
 /// K = VVᵀ, V row-major n×p (features or an orthonormal basis).
-pub struct FactorState<'a, T: Real> {
+pub struct FactorState<'a, T: Dense> {
     v: &'a [T],
     n: usize,
     p: usize,
@@ -48,7 +57,7 @@ pub struct FactorState<'a, T: Real> {
     lev: &'a [f64],
 }
 
-impl<'a, T: Real> FactorState<'a, T> {
+impl<'a, T: Dense> FactorState<'a, T> {
     /// `lev` must hold the squared row norms of `v`.
     pub fn new(v: &'a [T], n: usize, p: usize, lev: &'a [f64]) -> Self {
         FactorState { v, n, p, q: Vec::with_capacity(p * p.min(64)), t: 0, lev }
@@ -75,12 +84,15 @@ fn dot_mixed<T: Real>(a: &[T], b: &[f64]) -> f64 {
     tot
 }
 
-impl<'a, T: Real> PivotState for FactorState<'a, T> {
+impl<'a, T: Dense> PivotState for FactorState<'a, T> {
     fn n(&self) -> usize {
         self.n
     }
     fn diagonal(&self) -> Vec<f64> {
         self.lev.to_vec()
+    }
+    fn diagonal_at(&self, i: usize) -> f64 {
+        self.lev[i]
     }
     fn residual(&self, i: usize) -> f64 {
         let r = self.row(i);
@@ -91,18 +103,53 @@ impl<'a, T: Real> PivotState for FactorState<'a, T> {
         }
         (self.lev[i] - proj).max(0.0)
     }
+    fn residuals(&self, idx: &[usize], out: &mut [f64]) {
+        let (p, t, b) = (self.p, self.t, idx.len());
+        if t == 0 {
+            for (o, &i) in out.iter_mut().zip(idx) {
+                *o = self.lev[i];
+            }
+            return;
+        }
+        let mut rows = Vec::with_capacity(b * p);
+        for &i in idx {
+            rows.extend(self.row(i).iter().map(|&v| Real::to_f64(v)));
+        }
+        let mut c = vec![0.0; b * t];
+        f64::gemm_nt(&rows, &self.q[..t * p], b, t, p, &mut c);
+        for (a, (o, &i)) in out.iter_mut().zip(idx).enumerate() {
+            let proj: f64 = c[a * t..(a + 1) * t].iter().map(|v| v * v).sum();
+            *o = (self.lev[i] - proj).max(0.0);
+        }
+    }
     fn add(&mut self, j: usize, tol: f64) -> Option<f64> {
         let p = self.p;
         let mut x: Vec<f64> = self.row(j).iter().map(|&v| Real::to_f64(v)).collect();
         let norm0: f64 = x.iter().map(|v| v * v).sum();
         // Classical Gram–Schmidt, twice ("twice is enough"): the re-orthogonalisation guard.
-        for _ in 0..2 {
-            for s in 0..self.t {
-                let qs = &self.q[s * p..(s + 1) * p];
-                let c: f64 = qs.iter().zip(&x).map(|(a, b)| a * b).sum();
-                for (xv, qv) in x.iter_mut().zip(qs) {
-                    *xv -= c * qv;
-                }
+        // x ← x − Qᵀ(Qx) as two GEMVs (faer, SIMD).
+        if self.t > 0 {
+            use faer::{linalg::matmul::matmul, Accum, MatMut, MatRef, Par};
+            let t = self.t;
+            let qm = MatRef::from_row_major_slice(&self.q[..t * p], t, p);
+            let mut c = vec![0.0; t];
+            for _ in 0..2 {
+                matmul(
+                    MatMut::from_column_major_slice_mut(&mut c, t, 1),
+                    Accum::Replace,
+                    qm,
+                    MatRef::from_column_major_slice(&x, p, 1),
+                    1.0,
+                    Par::Seq,
+                );
+                matmul(
+                    MatMut::from_row_major_slice_mut(&mut x, 1, p),
+                    Accum::Add,
+                    MatRef::from_row_major_slice(&c, 1, t),
+                    qm,
+                    -1.0,
+                    Par::Seq,
+                );
             }
         }
         let nrm2: f64 = x.iter().map(|v| v * v).sum();
@@ -116,12 +163,16 @@ impl<'a, T: Real> PivotState for FactorState<'a, T> {
     }
     fn update(&self, d: &mut [f64]) {
         let p = self.p;
-        let q = &self.q[(self.t - 1) * p..self.t * p];
+        let q: Vec<T> = self.q[(self.t - 1) * p..self.t * p].iter().map(|&v| T::of(v)).collect();
+        // c = V q blockwise (GEMV through the GEMM kernel), then d ← max(d − c², 0).
         let body = |(ci, dc): (usize, &mut [f64])| {
-            for (k, di) in dc.iter_mut().enumerate() {
-                let i = ci * PAR_ROWS + k;
-                let c = dot_mixed(&self.v[i * p..(i + 1) * p], q);
-                *di = (*di - c * c).max(0.0);
+            let b = dc.len();
+            let rows = &self.v[ci * PAR_ROWS * p..(ci * PAR_ROWS + b) * p];
+            let mut c = vec![T::zero(); b];
+            T::mul_block(rows, b, p, &q, 1, &mut c);
+            for (di, cv) in dc.iter_mut().zip(c) {
+                let cv = cv.to_f64();
+                *di = (*di - cv * cv).max(0.0);
             }
         };
         if self.n >= 2 * PAR_ROWS {
@@ -153,6 +204,9 @@ impl<'a, T: Real> PivotState for KernelState<'a, T> {
     }
     fn diagonal(&self) -> Vec<f64> {
         (0..self.n).map(|i| self.k[i * self.n + i].to_f64()).collect()
+    }
+    fn diagonal_at(&self, i: usize) -> f64 {
+        self.k[i * self.n + i].to_f64()
     }
     fn residual(&self, i: usize) -> f64 {
         let n = self.n;
@@ -217,25 +271,43 @@ pub fn run<S: PivotState>(state: &mut S, mode: Mode<'_>, k: usize, tol: f64) -> 
     let mut path = PivotPath::default();
     match mode {
         Mode::AcceptReject(rng, table) => {
-            let lev = state.diagonal();
+            // A projection of rank k: Σ K_ii = k. Nothing of size n is touched per sample.
+            let rank = k as f64;
             let max_prop = 1000 * (k + 1) + 10_000;
+            let mut idx: Vec<usize> = Vec::with_capacity(256);
+            let mut us: Vec<f64> = Vec::with_capacity(256);
+            let mut res = vec![0.0; 256];
             while path.items.len() < k {
+                let t = path.items.len() as f64;
+                // Proposals are i.i.d.; draw a batch sized to the expected number needed
+                // (rank/(rank − t)) and take the first accepted one. Unused draws are discarded,
+                // which leaves the distribution of the accepted item ∝ ℓ_j · d_j/ℓ_j = d_j.
+                let expect = rank / (rank - t).max(1.0);
+                let b = ((1.5 * expect).ceil() as usize).clamp(2, 256);
                 let mut tries = 0usize;
-                loop {
-                    tries += 1;
+                'step: loop {
                     if tries > max_prop {
                         return Err(ThriftyError::numerical(
                             "accept/reject sampler",
                             "no proposal accepted: the basis is not orthonormal or k exceeds the rank",
                         ));
                     }
-                    let j = table.draw(rng);
-                    let r = state.residual(j);
-                    if rng::uniform(rng) * lev[j] < r {
-                        if let Some(piv) = state.add(j, tol) {
-                            path.items.push(j);
-                            path.pivots.push(piv);
-                            break;
+                    idx.clear();
+                    us.clear();
+                    for _ in 0..b {
+                        idx.push(table.draw(rng));
+                        us.push(rng::uniform(rng));
+                    }
+                    state.residuals(&idx, &mut res[..b]);
+                    tries += b;
+                    for a in 0..b {
+                        let j = idx[a];
+                        if us[a] * state.diagonal_at(j) < res[a] {
+                            if let Some(piv) = state.add(j, tol) {
+                                path.items.push(j);
+                                path.pivots.push(piv);
+                                break 'step;
+                            }
                         }
                     }
                 }

@@ -5,7 +5,6 @@ use super::ortho;
 use super::pivot::{self, FactorState, Mode};
 use crate::error::{ensure_matrix, Result, ThriftyError};
 use crate::rng;
-use crate::scalar::Real;
 use rayon::prelude::*;
 
 /// Which pivot rule draws the sample.
@@ -32,7 +31,7 @@ pub const TOL: f64 = 1e-10;
 impl Projection {
     /// `check_tol`: maximal |UᵀU − I| accepted (None skips the O(np²) check, for bases that come
     /// from [`ortho::orthonormalize`]).
-    pub fn new<T: Real>(u: &[T], n: usize, p: usize, check_tol: Option<f64>) -> Result<Self> {
+    pub fn new<T: ortho::Dense>(u: &[T], n: usize, p: usize, check_tol: Option<f64>) -> Result<Self> {
         ensure_matrix("U", u, n, p)?;
         super::ortho::finite("U", u)?;
         if p > n {
@@ -53,7 +52,7 @@ impl Projection {
     }
 
     /// One sample of exactly p items from stream (seed, task); `u` must be the matrix given to `new`.
-    pub fn sample<T: Real>(&self, u: &[T], method: Method, seed: u64, task: u64) -> Result<Vec<usize>> {
+    pub fn sample<T: ortho::Dense>(&self, u: &[T], method: Method, seed: u64, task: u64) -> Result<Vec<usize>> {
         if u.len() != self.n * self.p {
             return Err(ThriftyError::shape("U", "does not match the sampler's shape"));
         }
@@ -67,7 +66,7 @@ impl Projection {
     }
 
     /// `count` samples; sample s uses stream (seed, s), so the result is thread-count independent.
-    pub fn sample_many<T: Real>(&self, u: &[T], count: usize, method: Method, seed: u64) -> Result<Vec<Vec<usize>>> {
+    pub fn sample_many<T: ortho::Dense>(&self, u: &[T], count: usize, method: Method, seed: u64) -> Result<Vec<Vec<usize>>> {
         (0..count as u64).into_par_iter().map(|s| self.sample(u, method, seed, s)).collect()
     }
 }
