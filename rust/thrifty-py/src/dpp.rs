@@ -323,15 +323,16 @@ fn dpp_daubechies_phi<'py>(py: Python<'py>, t: PyReadonlyArray1<'py, f64>, order
 
 /// Greedy entropy selection on a full covariance (float32 or float64).
 #[pyfunction]
-fn dpp_greedy_entropy<'py>(py: Python<'py>, cov: &Bound<'py, PyAny>, k: usize, tol: f64) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>)> {
+#[pyo3(signature = (cov, k, tol, check=true))]
+fn dpp_greedy_entropy<'py>(py: Python<'py>, cov: &Bound<'py, PyAny>, k: usize, tol: f64, check: bool) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>)> {
     let p = if is_f32(cov, "cov")? {
         let a = cov.extract::<PyReadonlyArray2<'_, f32>>()?;
         let (s, n, _) = slice2(&a, "cov")?;
-        py.detach(|| greedy::entropy_kernel(s, n, k, tol)).py()?
+        py.detach(|| greedy::entropy_kernel(s, n, k, tol, check)).py()?
     } else {
         let a = cov.extract::<PyReadonlyArray2<'_, f64>>()?;
         let (s, n, _) = slice2(&a, "cov")?;
-        py.detach(|| greedy::entropy_kernel(s, n, k, tol)).py()?
+        py.detach(|| greedy::entropy_kernel(s, n, k, tol, check)).py()?
     };
     Ok(path_out(py, p))
 }
@@ -353,9 +354,10 @@ fn dpp_greedy_entropy_features<'py>(py: Python<'py>, features: &Bound<'py, PyAny
 
 /// Greedy mutual-information selection; returns (items, conditional variances, gains).
 #[pyfunction]
-fn dpp_greedy_mutual_information<'py>(py: Python<'py>, cov: PyReadonlyArray2<'py, f64>, k: usize, noise: f64) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+#[pyo3(signature = (cov, k, noise, check=true))]
+fn dpp_greedy_mutual_information<'py>(py: Python<'py>, cov: PyReadonlyArray2<'py, f64>, k: usize, noise: f64, check: bool) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
     let (s, n, _) = slice2(&cov, "cov")?;
-    let (p, gains) = py.detach(|| greedy::mutual_information(s, n, k, noise)).py()?;
+    let (p, gains) = py.detach(|| greedy::mutual_information(s, n, k, noise, check)).py()?;
     let (a, b) = path_out(py, p);
     Ok((a, b, gains.into_pyarray(py)))
 }

@@ -38,8 +38,15 @@ fn check_cov<T: Real>(cov: &[T], n: usize) -> Result<()> {
 
 /// Greedy entropy (log-det) selection of up to `k` items from a full covariance; stops early when
 /// the residual variances fall below `tol · max Σ_ii` (the numerical rank).
-pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64) -> Result<PivotPath> {
-    check_cov(cov, n)?;
+///
+/// `check = false` skips the O(n²) finiteness/symmetry validation (the caller vouches for the
+/// input; only the rows of chosen items and the diagonal are read, and NaN never panics).
+pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64, check: bool) -> Result<PivotPath> {
+    if check {
+        check_cov(cov, n)?;
+    } else {
+        ensure_matrix("cov", cov, n, n)?;
+    }
     check_k(k, n)?;
     pivot::run(&mut KernelState::new(cov, n), Mode::Argmax, k, tol)
 }
@@ -55,8 +62,12 @@ pub fn entropy_factor<T: super::ortho::Dense>(v: &[T], n: usize, p: usize, k: us
 
 /// Greedy mutual-information selection (Krause et al.), with nugget `noise` > 0.
 /// Returns the chosen items, their residual variances σ²(y|A) and the MI gains.
-pub fn mutual_information(cov: &[f64], n: usize, k: usize, noise: f64) -> Result<(PivotPath, Vec<f64>)> {
-    check_cov(cov, n)?;
+pub fn mutual_information(cov: &[f64], n: usize, k: usize, noise: f64, check: bool) -> Result<(PivotPath, Vec<f64>)> {
+    if check {
+        check_cov(cov, n)?;
+    } else {
+        ensure_matrix("cov", cov, n, n)?;
+    }
     check_k(k, n)?;
     if !(noise > 0.0) || !noise.is_finite() {
         return Err(ThriftyError::invalid("noise", format!("must be positive and finite, got {noise}")));
@@ -139,7 +150,7 @@ mod tests {
         let n = 10;
         let c = cov(n);
         let noise = 1e-3;
-        let (path, gains) = mutual_information(&c, n, 4, noise).unwrap();
+        let (path, gains) = mutual_information(&c, n, 4, noise, true).unwrap();
         let mut s = c.clone();
         for i in 0..n {
             s[i * n + i] += noise;
@@ -171,8 +182,8 @@ mod tests {
             chosen.push(best.0);
         }
         assert!((path.log_det() - logdet_sub(&s, n, &chosen)).abs() < 1e-9);
-        assert!(mutual_information(&c, n, 11, noise).is_err());
-        assert!(mutual_information(&c, n, 2, 0.0).is_err());
+        assert!(mutual_information(&c, n, 11, noise, true).is_err());
+        assert!(mutual_information(&c, n, 2, 0.0, true).is_err());
     }
 
     #[test]

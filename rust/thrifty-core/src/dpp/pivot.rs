@@ -283,7 +283,7 @@ pub fn run<S: PivotState>(state: &mut S, mode: Mode<'_>, k: usize, tol: f64) -> 
                 // (rank/(rank − t)) and take the first accepted one. Unused draws are discarded,
                 // which leaves the distribution of the accepted item ∝ ℓ_j · d_j/ℓ_j = d_j.
                 let expect = rank / (rank - t).max(1.0);
-                let b = ((1.5 * expect).ceil() as usize).clamp(2, 256);
+                let b = ((0.5 * expect).ceil() as usize).clamp(1, 256);
                 let mut tries = 0usize;
                 'step: loop {
                     if tries > max_prop {
