@@ -44,6 +44,10 @@ pub trait PivotState: Sync {
     fn add(&mut self, j: usize, tol: f64) -> Option<f64>;
     /// d_i ← max(d_i − c_i², 0) for the newest Cholesky column c.
     fn update(&self, d: &mut [f64]);
+    /// Accept/reject hint that more than half of the rank is chosen: a factor state then switches
+    /// to a basis of the orthogonal complement, so a residual costs O(p·(p−t)) instead of O(p·t).
+    /// After the switch only `residual(s)` and `add` are valid (not `update`).
+    fn use_complement(&mut self) {}
 }
 
 /// K = VVᵀ, V row-major n×p (features or an orthonormal basis).
@@ -55,12 +59,18 @@ pub struct FactorState<'a, T: Dense> {
     q: Vec<f64>,
     t: usize,
     lev: &'a [f64],
+    /// Orthonormal basis of the complement of span(q) in R^p (rows of length p), once switched.
+    comp: Option<Vec<f64>>,
 }
 
 impl<'a, T: Dense> FactorState<'a, T> {
     /// `lev` must hold the squared row norms of `v`.
     pub fn new(v: &'a [T], n: usize, p: usize, lev: &'a [f64]) -> Self {
-        FactorState { v, n, p, q: Vec::with_capacity(p * p.min(64)), t: 0, lev }
+        FactorState { v, n, p, q: Vec::with_capacity(p * p.min(64)), t: 0, lev, comp: None }
+    }
+
+    fn comp_rows(&self) -> usize {
+        self.comp.as_ref().map_or(0, |c| c.len() / self.p)
     }
     #[inline]
     fn row(&self, i: usize) -> &[T] {
@@ -95,6 +105,11 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
         self.lev[i]
     }
     fn residual(&self, i: usize) -> f64 {
+        if self.comp.is_some() {
+            let mut o = [0.0];
+            self.residuals(&[i], &mut o);
+            return o[0];
+        }
         let r = self.row(i);
         let mut proj = 0.0;
         for s in 0..self.t {
@@ -105,6 +120,23 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
     }
     fn residuals(&self, idx: &[usize], out: &mut [f64]) {
         let (p, t, b) = (self.p, self.t, idx.len());
+        if let Some(comp) = &self.comp {
+            let m = comp.len() / p;
+            if m == 0 {
+                out[..b].iter_mut().for_each(|o| *o = 0.0);
+                return;
+            }
+            let mut rows = Vec::with_capacity(b * p);
+            for &i in idx {
+                rows.extend(self.row(i).iter().map(|&v| Real::to_f64(v)));
+            }
+            let mut c = vec![0.0; b * m];
+            f64::gemm_nt(&rows, comp, b, m, p, &mut c);
+            for (a, o) in out.iter_mut().take(b).enumerate() {
+                *o = c[a * m..(a + 1) * m].iter().map(|v| v * v).sum();
+            }
+            return;
+        }
         if t == 0 {
             for (o, &i) in out.iter_mut().zip(idx) {
                 *o = self.lev[i];
@@ -124,6 +156,9 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
     }
     fn add(&mut self, j: usize, tol: f64) -> Option<f64> {
         let p = self.p;
+        if self.comp.is_some() {
+            return self.add_complement(j, tol);
+        }
         let mut x: Vec<f64> = self.row(j).iter().map(|&v| Real::to_f64(v)).collect();
         let norm0: f64 = x.iter().map(|v| v * v).sum();
         // Classical Gram–Schmidt, twice ("twice is enough"): the re-orthogonalisation guard.
@@ -161,6 +196,23 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
         self.t += 1;
         Some(nrm2)
     }
+    fn use_complement(&mut self) {
+        if self.comp.is_some() || self.t == 0 {
+            return;
+        }
+        let (p, t) = (self.p, self.t);
+        // Complete the chosen directions to an orthonormal basis of R^p (Householder QR of Qᵀ).
+        let qt = faer::Mat::<f64>::from_fn(p, t, |i, s| self.q[s * p + i]);
+        let full = qt.qr().compute_Q();
+        let m = p - t;
+        let mut comp = vec![0.0; m * p];
+        for r in 0..m {
+            for i in 0..p {
+                comp[r * p + i] = full[(i, t + r)];
+            }
+        }
+        self.comp = Some(comp);
+    }
     fn update(&self, d: &mut [f64]) {
         let p = self.p;
         let q: Vec<T> = self.q[(self.t - 1) * p..self.t * p].iter().map(|&v| T::of(v)).collect();
@@ -180,6 +232,54 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
         } else {
             d.chunks_mut(PAR_ROWS).enumerate().for_each(body);
         }
+    }
+}
+
+impl<'a, T: Dense> FactorState<'a, T> {
+    /// `add` in complement form: w = P u_j is the residual in complement coordinates; a Householder
+    /// reflection maps w/‖w‖ to e₁ and the remaining rows span the new complement.
+    fn add_complement(&mut self, j: usize, tol: f64) -> Option<f64> {
+        let p = self.p;
+        let m = self.comp_rows();
+        if m == 0 {
+            return None;
+        }
+        let u: Vec<f64> = self.row(j).iter().map(|&v| Real::to_f64(v)).collect();
+        let norm0: f64 = u.iter().map(|v| v * v).sum();
+        let comp = self.comp.as_mut()?;
+        let mut w = vec![0.0; m];
+        f64::gemm_nt(comp, &u, m, 1, p, &mut w);
+        let nrm2: f64 = w.iter().map(|v| v * v).sum();
+        if !(nrm2 > tol * norm0.max(f64::MIN_POSITIVE)) || nrm2 <= 0.0 {
+            return None;
+        }
+        let nrm = nrm2.sqrt();
+        // v = w/‖w‖ + sign(w₀)e₁; H = I − 2vvᵀ/‖v‖² maps w/‖w‖ to −sign(w₀)e₁.
+        let mut v: Vec<f64> = w.iter().map(|x| x / nrm).collect();
+        let sgn = if v[0] >= 0.0 { 1.0 } else { -1.0 };
+        v[0] += sgn;
+        let vv: f64 = v.iter().map(|x| x * x).sum();
+        // y = vᵀP (length p), then P ← P − (2/vv) v yᵀ, and drop the first row.
+        let mut y = vec![0.0; p];
+        for (r, vr) in v.iter().enumerate() {
+            if *vr != 0.0 {
+                let row = &comp[r * p..(r + 1) * p];
+                for (yi, ci) in y.iter_mut().zip(row) {
+                    *yi += vr * ci;
+                }
+            }
+        }
+        let f = 2.0 / vv;
+        for (r, vr) in v.iter().enumerate().skip(1) {
+            let row = &mut comp[r * p..(r + 1) * p];
+            let g = f * vr;
+            for (ci, yi) in row.iter_mut().zip(&y) {
+                *ci -= g * yi;
+            }
+        }
+        comp.drain(..p);
+        self.t += 1;
+        Some(nrm2)
     }
 }
 
@@ -278,6 +378,9 @@ pub fn run<S: PivotState>(state: &mut S, mode: Mode<'_>, k: usize, tol: f64) -> 
             let mut us: Vec<f64> = Vec::with_capacity(256);
             let mut res = vec![0.0; 256];
             while path.items.len() < k {
+                if 2 * path.items.len() >= k {
+                    state.use_complement();
+                }
                 let t = path.items.len() as f64;
                 // Proposals are i.i.d.; draw a batch sized to the expected number needed
                 // (rank/(rank − t)) and take the first accepted one. Unused draws are discarded,
