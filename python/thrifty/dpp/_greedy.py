@@ -37,8 +37,9 @@ class Selection:
     gains: F64 | None = None
 
 
-def _square(a: Any, name: str, check_input: bool = True) -> npt.NDArray[Any]:
-    m = check_matrix(a, name, finite=check_input)
+def _square(a: Any, name: str) -> npt.NDArray[Any]:
+    # Finiteness and symmetry are checked in one pass by the core (unless check_input=False).
+    m = check_matrix(a, name, finite=False)
     if m.shape[0] != m.shape[1]:
         raise ValueError(f"{name} must be square, got shape {m.shape}")
     return m
@@ -83,7 +84,7 @@ def select_entropy(cov: Any, k: int, *, tol: float = 1e-10, check_input: bool = 
     >>> sel.indices.shape
     (3,)
     """
-    c = _square(cov, "cov", check_input)
+    c = _square(cov, "cov")
     kk = check_int(k, "k", minimum=1, maximum=c.shape[0])
     t = check_positive_float(tol, "tol")
     items, piv = _core.dpp_greedy_entropy(c, kk, t, bool(check_input))
@@ -141,7 +142,7 @@ def select_mutual_information(
     >>> select_mutual_information(C, 4).indices.shape
     (4,)
     """
-    c = np.ascontiguousarray(_square(cov, "cov", check_input), dtype=np.float64)
+    c = np.ascontiguousarray(_square(cov, "cov"), dtype=np.float64)
     kk = check_int(k, "k", minimum=1, maximum=c.shape[0])
     if noise is None:
         nz = 1e-6 * float(np.mean(np.diag(c)))
