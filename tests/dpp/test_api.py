@@ -207,3 +207,19 @@ def test_stratified_invariants(cells: list[int], seed: int) -> None:
         assert sorted(lab[r].tolist()) == list(range(dpp.rank))
     k = dpp.inclusion_probabilities()
     assert np.allclose(np.bincount(lab, weights=k), 1.0)
+
+
+def test_chunked_sampling_with_progress_gives_the_same_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(9)
+    dpp = ProjectionDPP.from_features(rng.normal(size=(400, 5)))
+    a = dpp.sample_many(300, random_state=3, progress=True)
+    b = dpp.sample_many(300, random_state=3, progress=False)
+    assert np.array_equal(a, b)
+    ens = LEnsemble(features=rng.normal(size=(100, 4)))
+    x = ens.sample_many(300, random_state=4, progress=True)
+    y = ens.sample_many(300, random_state=4, progress=False)
+    assert all(np.array_equal(p, q) for p, q in zip(x, y))
+    assert np.array_equal(ens.sample_k_many(2, 300, random_state=5, progress=True), ens.sample_k_many(2, 300, random_state=5))
+    st_dpp = discretize(rng.uniform(size=(500, 2)), 10)
+    assert np.array_equal(st_dpp.sample_many(300, random_state=6, progress=True), st_dpp.sample_many(300, random_state=6))
+    assert "samples" in capsys.readouterr().err

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
+import time
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from thrifty._validation import check_finite_matrix, check_finite_vector
 
+T = TypeVar("T")
 FloatArray = npt.NDArray[np.floating[Any]]
 IntArray = npt.NDArray[np.int64]
 
@@ -82,3 +84,35 @@ def resolve_weights(weights: Any, kdiag: npt.NDArray[np.float64], n: int) -> npt
             return np.ones(n)
         raise ValueError(f"weights must be 'unbiased', 'none' or an array, got {weights!r}")
     return check_vector(weights, "weights", n)
+
+
+def run_chunked(count: int, call: Callable[[int, int], T], progress: bool | None, desc: str) -> list[T]:
+    """Run ``call(offset, size)`` over chunks of ``count`` samples.
+
+    Sample ``s`` always draws from stream (seed, s), so chunking does not change the result. Between
+    chunks Python regains control (Ctrl-C interrupts the work) and a tqdm progress bar is shown when
+    ``progress`` is True, or when it is None and the work is estimated to take more than a second.
+    """
+    if count <= 256 and progress is not True:
+        return [call(0, count)]
+    chunk = max(64, -(-count // 50))
+    out: list[T] = []
+    bar: Any = None
+    start = time.perf_counter()
+    offset = 0
+    try:
+        while offset < count:
+            size = min(chunk, count - offset)
+            out.append(call(offset, size))
+            offset += size
+            if bar is not None:
+                bar.update(size)
+            elif progress is not False and offset < count:
+                if progress or (time.perf_counter() - start) * count / offset > 1.0:
+                    from tqdm.auto import tqdm
+
+                    bar = tqdm(total=count, initial=offset, desc=desc, unit="sample")
+    finally:
+        if bar is not None:
+            bar.close()
+    return out

@@ -9,7 +9,15 @@ import numpy.typing as npt
 
 from thrifty import _core
 from thrifty._validation import RandomState, check_n_jobs, seed_from_random_state
-from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_matrix64, check_vector, resolve_weights
+from thrifty.dpp._checks import (
+    IntArray,
+    check_int,
+    check_matrix,
+    check_matrix64,
+    check_vector,
+    resolve_weights,
+    run_chunked,
+)
 
 
 class LEnsemble:
@@ -87,22 +95,40 @@ class LEnsemble:
         out: IntArray = self.sample_many(1, random_state)[0]
         return out
 
-    def sample_many(self, n_samples: int, random_state: RandomState = None, *, n_jobs: int | None = None) -> list[IntArray]:
-        """``n_samples`` independent samples (a list of int64 arrays; sample s uses stream (seed, s))."""
+    def sample_many(
+        self, n_samples: int, random_state: RandomState = None, *, n_jobs: int | None = None, progress: bool | None = None
+    ) -> list[IntArray]:
+        """``n_samples`` independent samples (a list of int64 arrays; sample s uses stream (seed, s)).
+
+        ``progress`` as in :meth:`ProjectionDPP.sample_many` (Ctrl-C interrupts long runs).
+        """
         count = check_int(n_samples, "n_samples")
         seed = seed_from_random_state(random_state)
         self.last_seed_ = seed
-        flat, offsets = self._core.sample_many(count, seed, check_n_jobs(n_jobs))
-        flat = np.asarray(flat, dtype=np.int64)
-        off = np.asarray(offsets)
-        return [flat[off[s] : off[s + 1]] for s in range(count)]
+        nj = check_n_jobs(n_jobs)
+
+        def chunk(off: int, size: int) -> list[IntArray]:
+            flat, offsets = self._core.sample_many(size, seed, nj, off)
+            f = np.asarray(flat, dtype=np.int64)
+            o = np.asarray(offsets)
+            return [f[o[s] : o[s + 1]] for s in range(size)]
+
+        return [s for part in run_chunked(count, chunk, progress, "DPP samples") for s in part]
 
     def sample_k(self, k: int, random_state: RandomState = None) -> IntArray:
         """One exact k-DPP sample (``P(S) ∝ det L_S`` restricted to ``|S| = k``)."""
         out: IntArray = self.sample_k_many(k, 1, random_state)[0]
         return out
 
-    def sample_k_many(self, k: int, n_samples: int, random_state: RandomState = None, *, n_jobs: int | None = None) -> IntArray:
+    def sample_k_many(
+        self,
+        k: int,
+        n_samples: int,
+        random_state: RandomState = None,
+        *,
+        n_jobs: int | None = None,
+        progress: bool | None = None,
+    ) -> IntArray:
         """``n_samples`` k-DPP samples as an int64 array of shape (n_samples, k).
 
         Raises
@@ -116,7 +142,11 @@ class LEnsemble:
         count = check_int(n_samples, "n_samples")
         seed = seed_from_random_state(random_state)
         self.last_seed_ = seed
-        return np.asarray(self._core.sample_k_many(kk, count, seed, check_n_jobs(n_jobs)), dtype=np.int64)
+        nj = check_n_jobs(n_jobs)
+        parts = run_chunked(
+            count, lambda off, size: np.asarray(self._core.sample_k_many(kk, size, seed, nj, off)), progress, "k-DPP samples"
+        )
+        return np.asarray(np.concatenate(parts), dtype=np.int64)
 
     def inclusion_probabilities(self) -> npt.NDArray[np.float64]:
         """``P(i ∈ S) = K_ii`` with the marginal kernel ``K = L(L + I)⁻¹`` (float64, shape (n,))."""

@@ -15,7 +15,15 @@ import numpy.typing as npt
 
 from thrifty import _core
 from thrifty._validation import RandomState, check_n_jobs, seed_from_random_state
-from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_matrix64, check_vector, resolve_weights
+from thrifty.dpp._checks import (
+    IntArray,
+    check_int,
+    check_matrix,
+    check_matrix64,
+    check_vector,
+    resolve_weights,
+    run_chunked,
+)
 from thrifty.dpp._projection import ProjectionDPP
 
 Kernel = Literal["haar", "ope", "daubechies"]
@@ -85,12 +93,19 @@ class StratifiedDPP:
         out: IntArray = self.sample_many(1, random_state)[0]
         return out
 
-    def sample_many(self, n_samples: int, random_state: RandomState = None, *, n_jobs: int | None = None) -> IntArray:
-        """``n_samples`` samples as an int64 array of shape (n_samples, rank)."""
+    def sample_many(
+        self, n_samples: int, random_state: RandomState = None, *, n_jobs: int | None = None, progress: bool | None = None
+    ) -> IntArray:
+        """``n_samples`` samples as an int64 array of shape (n_samples, rank) (``progress`` as in
+        :meth:`ProjectionDPP.sample_many`)."""
         count = check_int(n_samples, "n_samples")
         seed = seed_from_random_state(random_state)
         self.last_seed_ = seed
-        return np.asarray(self._core.sample_many(count, seed, check_n_jobs(n_jobs)), dtype=np.int64)
+        nj = check_n_jobs(n_jobs)
+        parts = run_chunked(
+            count, lambda off, size: np.asarray(self._core.sample_many(size, seed, nj, off)), progress, "DPP samples"
+        )
+        return np.asarray(np.concatenate(parts), dtype=np.int64)
 
     def inclusion_probabilities(self) -> F64:
         """``K_ii`` (sums to one inside every cell)."""

@@ -18,6 +18,7 @@ from thrifty.dpp._checks import (
     check_vector,
     readonly_copy,
     resolve_weights,
+    run_chunked,
 )
 
 Method = Literal["accept_reject", "chain"]
@@ -152,19 +153,29 @@ class ProjectionDPP:
         return out
 
     def sample_many(
-        self, n_samples: int, random_state: RandomState = None, *, method: Method | None = None, n_jobs: int | None = None
+        self,
+        n_samples: int,
+        random_state: RandomState = None,
+        *,
+        method: Method | None = None,
+        n_jobs: int | None = None,
+        progress: bool | None = None,
     ) -> IntArray:
         """``n_samples`` independent exact samples as an int64 array of shape (n_samples, rank).
 
         Sample ``s`` draws from its own random stream (seed, s), so results are identical for any
-        ``n_jobs``.
+        ``n_jobs``. Long runs show a progress bar (``progress=None``: when longer than about a
+        second; ``False`` never) and can be interrupted with Ctrl-C.
         """
         count = check_int(n_samples, "n_samples", minimum=1)
         m = self._method if method is None else self._check_method(method)
         seed = seed_from_random_state(random_state)
         self.last_seed_ = seed
-        out = self._core.sample_many(count, m, seed, check_n_jobs(n_jobs))
-        return np.asarray(out, dtype=np.int64)
+        nj = check_n_jobs(n_jobs)
+        parts = run_chunked(
+            count, lambda off, size: np.asarray(self._core.sample_many(size, m, seed, nj, off)), progress, "DPP samples"
+        )
+        return np.asarray(np.concatenate(parts), dtype=np.int64)
 
     def inclusion_probabilities(self) -> npt.NDArray[np.float64]:
         """``P(i ∈ S) = K_ii = ‖U_i‖²`` (float64, shape (n,), sums to rank)."""

@@ -142,19 +142,19 @@ impl DppProjection {
     }
 
     /// `count` samples as a (count, p) int64 array; sample s uses stream (seed, s).
-    #[pyo3(signature = (count, method, seed, n_jobs=None))]
-    fn sample_many<'py>(&self, py: Python<'py>, count: usize, method: &str, seed: u64, n_jobs: Option<usize>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    #[pyo3(signature = (count, method, seed, n_jobs=None, offset=0))]
+    fn sample_many<'py>(&self, py: Python<'py>, count: usize, method: &str, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let m = self::method(method)?;
         let u = self.u.bind(py);
         let inner = &self.inner;
         let rows = if self.f32 {
             let a = u.extract::<PyReadonlyArray2<'_, f32>>()?;
             let (s, _, _) = slice2(&a, "U")?;
-            py.detach(|| with_threads(n_jobs, || inner.sample_many(s, count, m, seed)).and_then(|r| r)).py()?
+            py.detach(|| with_threads(n_jobs, || inner.sample_range(s, offset, count, m, seed)).and_then(|r| r)).py()?
         } else {
             let a = u.extract::<PyReadonlyArray2<'_, f64>>()?;
             let (s, _, _) = slice2(&a, "U")?;
-            py.detach(|| with_threads(n_jobs, || inner.sample_many(s, count, m, seed)).and_then(|r| r)).py()?
+            py.detach(|| with_threads(n_jobs, || inner.sample_range(s, offset, count, m, seed)).and_then(|r| r)).py()?
         };
         to_2d(py, rows, self.inner.p)
     }
@@ -216,18 +216,18 @@ impl DppEnsemble {
     }
 
     /// `count` DPP samples as (flat indices, offsets).
-    #[pyo3(signature = (count, seed, n_jobs=None))]
-    fn sample_many<'py>(&self, py: Python<'py>, count: usize, seed: u64, n_jobs: Option<usize>) -> PyResult<(Idx<'py>, Idx<'py>)> {
+    #[pyo3(signature = (count, seed, n_jobs=None, offset=0))]
+    fn sample_many<'py>(&self, py: Python<'py>, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<(Idx<'py>, Idx<'py>)> {
         let inner = &self.inner;
-        let rows = py.detach(|| with_threads(n_jobs, || inner.sample_many(count, seed)).and_then(|r| r)).py()?;
+        let rows = py.detach(|| with_threads(n_jobs, || inner.sample_many(offset, count, seed)).and_then(|r| r)).py()?;
         Ok(ragged(py, rows))
     }
 
     /// `count` k-DPP samples as a (count, k) array.
-    #[pyo3(signature = (k, count, seed, n_jobs=None))]
-    fn sample_k_many<'py>(&self, py: Python<'py>, k: usize, count: usize, seed: u64, n_jobs: Option<usize>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    #[pyo3(signature = (k, count, seed, n_jobs=None, offset=0))]
+    fn sample_k_many<'py>(&self, py: Python<'py>, k: usize, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let inner = &self.inner;
-        let rows = py.detach(|| with_threads(n_jobs, || inner.sample_k_many(k, count, seed)).and_then(|r| r)).py()?;
+        let rows = py.detach(|| with_threads(n_jobs, || inner.sample_k_many(k, offset, count, seed)).and_then(|r| r)).py()?;
         to_2d(py, rows, k)
     }
 }
@@ -285,10 +285,10 @@ impl DppStratified {
         self.inner.rank()
     }
 
-    #[pyo3(signature = (count, seed, n_jobs=None))]
-    fn sample_many<'py>(&self, py: Python<'py>, count: usize, seed: u64, n_jobs: Option<usize>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    #[pyo3(signature = (count, seed, n_jobs=None, offset=0))]
+    fn sample_many<'py>(&self, py: Python<'py>, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let inner = &self.inner;
-        let rows = py.detach(|| with_threads(n_jobs, || inner.sample_many(count, seed))).py()?;
+        let rows = py.detach(|| with_threads(n_jobs, || inner.sample_range(offset, count, seed))).py()?;
         to_2d(py, rows, self.inner.rank())
     }
 }

@@ -130,12 +130,13 @@ impl Spectrum {
         self.project(&cols, &mut r)
     }
 
-    pub fn sample_many(&self, count: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
-        (0..count as u64).into_par_iter().map(|s| self.sample(seed, s)).collect()
+    /// Samples number `offset .. offset + count` of the family seeded by `seed`.
+    pub fn sample_many(&self, offset: usize, count: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
+        (offset as u64..(offset + count) as u64).into_par_iter().map(|s| self.sample(seed, s)).collect()
     }
 
-    /// `count` k-DPP samples (exactly k items each).
-    pub fn sample_k_many(&self, k: usize, count: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
+    /// k-DPP samples number `offset .. offset + count` (exactly k items each).
+    pub fn sample_k_many(&self, k: usize, offset: usize, count: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
         if k == 0 {
             return Err(ThriftyError::invalid("k", "must be at least 1"));
         }
@@ -143,7 +144,7 @@ impl Spectrum {
             return Err(ThriftyError::invalid("k", format!("k = {k} exceeds the rank of L ({})", self.r)));
         }
         let esp = LogEsp::new(&self.lam, k);
-        (0..count as u64)
+        (offset as u64..(offset + count) as u64)
             .into_par_iter()
             .map(|s| {
                 let mut r = rng::stream(seed, s);
@@ -263,6 +264,6 @@ mod tests {
         neg[0] = 1.0;
         neg[3] = -1.0;
         assert!(Spectrum::from_kernel(&neg, 2).is_err());
-        assert!(a.sample_k_many(4, 1, 0).is_err());
+        assert!(a.sample_k_many(4, 0, 1, 0).is_err());
     }
 }

@@ -188,7 +188,12 @@ impl Stratified {
     }
 
     pub fn sample_many(&self, count: usize, seed: u64) -> Vec<Vec<usize>> {
-        (0..count as u64).into_par_iter().map(|s| self.sample(seed, s)).collect()
+        self.sample_range(0, count, seed)
+    }
+
+    /// Samples number `offset .. offset + count` of the family seeded by `seed`.
+    pub fn sample_range(&self, offset: usize, count: usize, seed: u64) -> Vec<Vec<usize>> {
+        (offset as u64..(offset + count) as u64).into_par_iter().map(|s| self.sample(seed, s)).collect()
     }
 }
 

@@ -67,7 +67,12 @@ impl Projection {
 
     /// `count` samples; sample s uses stream (seed, s), so the result is thread-count independent.
     pub fn sample_many<T: ortho::Dense>(&self, u: &[T], count: usize, method: Method, seed: u64) -> Result<Vec<Vec<usize>>> {
-        (0..count as u64).into_par_iter().map(|s| self.sample(u, method, seed, s)).collect()
+        self.sample_range(u, 0, count, method, seed)
+    }
+
+    /// Samples number `offset .. offset + count` of the family seeded by `seed` (for chunked calls).
+    pub fn sample_range<T: ortho::Dense>(&self, u: &[T], offset: usize, count: usize, method: Method, seed: u64) -> Result<Vec<Vec<usize>>> {
+        (offset as u64..(offset + count) as u64).into_par_iter().map(|s| self.sample(u, method, seed, s)).collect()
     }
 }
 
