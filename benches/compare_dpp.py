@@ -80,16 +80,16 @@ def large_projection(n: int, p: int) -> None:
     err = np.abs(Q[: min(n, 200_000)].T @ Q[: min(n, 200_000)]).max()  # touch the result
     del err
     line("orthonormalize (blocked Cholesky-QR, median of 3)", f"{t_orth:.2f} s", "target <= 3 s")
-    dpp = ProjectionDPP(Q, copy=False, _checked=False)
+    dpp = ProjectionDPP(Q, copy=False, check=False)
     dpp.sample(random_state=0)
-    t_many, s = timed(lambda: dpp.sample_many(1000, random_state=1), repeat=3)
+    t_many, s = timed(lambda: dpp.sample_many(1000, random_state=1, progress=False), repeat=3)
     line("per sample, accept/reject, 1000 samples, all threads", f"{t_many / 1000 * 1e3:.3f} ms", "target <= 2 ms")
-    t_one, _ = timed(lambda: dpp.sample_many(200, random_state=2, n_jobs=1), repeat=3)
+    t_one, _ = timed(lambda: dpp.sample_many(200, random_state=2, n_jobs=1, progress=False), repeat=3)
     line("per sample, accept/reject, 200 samples, 1 thread (wall)", f"{t_one / 200 * 1e3:.3f} ms")
     cpu = []
     for r in range(3):
         c0 = time.process_time()
-        dpp.sample_many(200, random_state=10 + r, n_jobs=1)
+        dpp.sample_many(200, random_state=10 + r, n_jobs=1, progress=False)
         cpu.append((time.process_time() - c0) / 200)
     line("per sample, accept/reject, 1 thread (process CPU time)", f"{statistics.median(cpu) * 1e3:.3f} ms")
     print(f"  (load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: wall times include waiting for a core)")

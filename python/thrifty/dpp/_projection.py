@@ -83,6 +83,9 @@ class ProjectionDPP:
         use :func:`orthonormalize` or :meth:`from_features` otherwise). float32 is kept end to end.
         A private read-only copy is stored (``copy=False`` keeps a read-only view instead: then
         the caller must not modify U afterwards).
+    check : bool, default True
+        Verify orthonormality (O(np²)). ``False`` trusts the caller (e.g. for a basis that comes
+        from :func:`orthonormalize`); the samplers still clamp and renormalise residuals.
     method : {"accept_reject", "chain"}, default "accept_reject"
         Exact sampler. ``"accept_reject"`` proposes items from an alias table over the leverage
         scores ``K_ii`` and accepts with probability residual/leverage (Barthelmé, Tremblay & Amblard
@@ -115,7 +118,7 @@ class ProjectionDPP:
     True
     """
 
-    def __init__(self, U: Any, *, method: Method = "accept_reject", copy: bool = True, _checked: bool = True) -> None:
+    def __init__(self, U: Any, *, method: Method = "accept_reject", copy: bool = True, check: bool = True) -> None:
         u = check_matrix(U, "U", finite=False)
         if u.shape[1] > u.shape[0]:
             raise ValueError(f"U must have at most as many columns as rows, got shape {u.shape}")
@@ -126,7 +129,7 @@ class ProjectionDPP:
             self.U = u.view()
             self.U.setflags(write=False)
         tol = 1e-3 if u.dtype == np.float32 else 1e-6
-        self._core = _core.DppProjection(self.U, tol if _checked else None)
+        self._core = _core.DppProjection(self.U, tol if check else None)
         self._kdiag: npt.NDArray[np.float64] = np.asarray(self._core.leverage())
         self.n_items: int = int(u.shape[0])
         self.rank: int = int(u.shape[1])
@@ -135,7 +138,7 @@ class ProjectionDPP:
     @classmethod
     def from_features(cls, features: Any, *, rtol: float | None = None, method: Method = "accept_reject") -> ProjectionDPP:
         """The projection DPP onto the column space of ``features`` (orthonormalised first)."""
-        return cls(orthonormalize(features, rtol=rtol), method=method, copy=False, _checked=False)
+        return cls(orthonormalize(features, rtol=rtol), method=method, copy=False, check=False)
 
     @staticmethod
     def _check_method(method: Any) -> Method:
