@@ -187,7 +187,7 @@ class MinibatchSampler:
     def _epoch_batches(self) -> IntArray:
         seed = (self.seed * 1_000_003 + self._epoch) % (2**63 - 1)
         self._epoch += 1
-        return self.dpp.sample_many(self.n_batches, seed)
+        return self.dpp.sample_many(self.n_batches, seed, progress=False)
 
     def __iter__(self) -> Iterator[tuple[IntArray, F64]]:
         """One pass: ``n_batches`` pairs (indices int64 (batch_size,), weights float64 (batch_size,))."""

@@ -90,7 +90,27 @@ pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> f64 {
 
 /// Leverage scores ‖U_i‖² (the diagonal of K = UUᵀ), in f64.
 pub fn leverage<T: Real>(u: &[T], n: usize, p: usize) -> Vec<f64> {
-    u[..n * p].par_chunks(p).map(|r| r.iter().map(|&v| v.to_f64() * v.to_f64()).sum()).collect()
+    // Eight independent accumulators: the sum is bound by add latency otherwise.
+    fn sumsq<T: Real>(r: &[T]) -> f64 {
+        let mut acc = [0.0f64; 8];
+        let mut chunks = r.chunks_exact(8);
+        for c in &mut chunks {
+            for l in 0..8 {
+                let v = c[l].to_f64();
+                acc[l] += v * v;
+            }
+        }
+        let tail: f64 = chunks.remainder().iter().map(|&v| v.to_f64() * v.to_f64()).sum();
+        acc.iter().sum::<f64>() + tail
+    }
+    let mut out = vec![0.0; n];
+    out.par_chunks_mut(4096).enumerate().for_each(|(b, o)| {
+        for (k, ok) in o.iter_mut().enumerate() {
+            let i = b * 4096 + k;
+            *ok = sumsq(&u[i * p..(i + 1) * p]);
+        }
+    });
+    out
 }
 
 /// `W = R⁻¹` (p×p, row-major, upper triangular) from the Cholesky factor of the Gram matrix, or

@@ -33,7 +33,11 @@ impl Projection {
     /// from [`ortho::orthonormalize`]).
     pub fn new<T: ortho::Dense>(u: &[T], n: usize, p: usize, check_tol: Option<f64>) -> Result<Self> {
         ensure_matrix("U", u, n, p)?;
-        super::ortho::finite("U", u)?;
+        // One pass: a leverage score is finite iff its row is (finiteness check and K_ii together).
+        let leverage = ortho::leverage(u, n, p);
+        if leverage.iter().any(|l| !l.is_finite()) {
+            return Err(ThriftyError::NotFinite { arg: "U" });
+        }
         if p > n {
             return Err(ThriftyError::shape("U", format!("has more columns ({p}) than rows ({n}); columns cannot be orthonormal")));
         }
@@ -46,7 +50,6 @@ impl Projection {
                 ));
             }
         }
-        let leverage = ortho::leverage(u, n, p);
         let table = AliasTable::new(&leverage)?;
         Ok(Projection { n, p, leverage, table })
     }
