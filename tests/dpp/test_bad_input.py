@@ -76,6 +76,7 @@ NAN2[3, 1] = np.nan
         (lambda: discretize(X2, 16, kernel="daubechies", order=9), ValueError, "order"),
         (lambda: discretize(X2, 16, kernel="ope", jacobi_params=(-1.5, 0)), ValueError, "jacobi_params"),
         (lambda: discretize(X2, 500, kernel="ope"), ValueError, "exceeds the number of points"),
+        (lambda: discretize(X2, 500, kernel="haar"), ValueError, "exceeds the number of points"),
         (lambda: discretize(X2, 16, domain=[[0, 0.5], [0, 1]]), ValueError, "outside the kernel's domain"),
         (lambda: discretize(X2, 16, domain=[[0, 1]]), ValueError, "domain"),
         (lambda: discretize(X2, 16, density="magic"), ValueError, "density"),
@@ -115,11 +116,18 @@ def test_outside_domain_of_low_level_kernels() -> None:
     with pytest.raises(ValueError, match="domain"):
         _core.dpp_partition(np.array([[1.2, 0.3]]), 1, "volume")
     with pytest.raises(ValueError, match="domain"):
-        _core.dpp_jacobi_features(np.array([[1.2, 0.3]]), 2, 0.0, 0.0, np.ones(1))
+        _core.dpp_jacobi_features(np.array([[1.2, 0.3]]), 1, 0.0, 0.0, np.ones(1))
     with pytest.raises(ValueError, match="infinite Jacobi weight"):
-        _core.dpp_jacobi_features(np.array([[1.0, 0.3]]), 2, -0.5, -0.5, np.ones(1))
+        _core.dpp_jacobi_features(np.array([[1.0, 0.3]]), 1, -0.5, -0.5, np.ones(1))
     with pytest.raises(ValueError, match="domain"):
-        _core.dpp_daubechies_features(np.array([[-0.1, 0.3]]), 4, 2, np.ones(1))
+        _core.dpp_daubechies_features(np.array([[-0.1, 0.3]]), 1, 2, np.ones(1))
+    # Sizes that would allocate absurdly are refused, not attempted.
+    with pytest.raises(ValueError, match="m"):
+        _core.dpp_partition(np.array([[0.2, 0.3]]), 10**12, "volume")
+    with pytest.raises(ValueError, match="n_cells"):
+        _core.dpp_haar_diagonal(np.zeros(1, dtype=np.int64), 10**12, np.ones(1))
+    with pytest.raises(ValueError, match="m"):
+        _core.dpp_jacobi_features(np.array([[0.2, 0.3]]), 10**9, 0.0, 0.0, np.ones(1))
 
 
 def test_user_arrays_are_not_modified() -> None:

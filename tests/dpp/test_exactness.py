@@ -72,7 +72,7 @@ def test_low_rank_l_ensemble_is_exact() -> None:
     _check(samples, det_prob(K), "L-ensemble (low rank)")
 
 
-@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("k", [3, 5, 17])  # k ≥ 16 runs the accept/reject path inside the k-DPP
 def test_k_dpp_is_exact(k: int) -> None:
     F = _features(seed=3, d=8)
     L = F @ F.T + 0.1 * np.eye(N)

@@ -199,6 +199,7 @@ def discretize(
     m : int
         Target rank (= sample size). ``"haar"``: any m (anisotropic k-d split into m boxes);
         ``"daubechies"``: a power of two (anisotropic levels Σ J_a = log₂ m); ``"ope"``: any m.
+        Always at most n.
     kernel : {"haar", "ope", "daubechies"}
         ``"haar"`` is the default and the safe choice: its weights 1/K_ii integrate constants
         exactly. Periodised Daubechies scaling functions have a non-constant diagonal
@@ -226,7 +227,7 @@ def discretize(
     if kernel == "haar":
         if split not in ("volume", "quantile"):
             raise ValueError(f"split must be 'volume' or 'quantile', got {split!r}")
-        if split == "quantile" and mm > n:
+        if mm > n:
             raise ValueError(f"m = {mm} exceeds the number of points ({n})")
         z = map_to_domain(x, domain, 0.0, 1.0)
         cells, _vol = _core.dpp_partition(z, mm, split)

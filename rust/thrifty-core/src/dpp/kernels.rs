@@ -52,8 +52,8 @@ pub fn partition(x: &[f64], n: usize, d: usize, m: usize, split: Split) -> Resul
     if m == 0 {
         return Err(ThriftyError::invalid("m", "must be at least 1"));
     }
-    if split == Split::Quantile && m > n {
-        return Err(ThriftyError::invalid("m", format!("must not exceed the number of points ({n}) for a quantile partition")));
+    if m > n {
+        return Err(ThriftyError::invalid("m", format!("must not exceed the number of points ({n}), got {m}")));
     }
     let mut cell = vec![0usize; n];
     let mut volume = Vec::with_capacity(m);
@@ -120,6 +120,9 @@ pub fn partition(x: &[f64], n: usize, d: usize, m: usize, split: Split) -> Resul
 pub fn haar_diagonal(cell: &[usize], n_cells: usize, density: &[f64]) -> Result<(Vec<f64>, usize)> {
     let n = cell.len();
     check_density(density, n)?;
+    if n_cells > n {
+        return Err(ThriftyError::invalid("n_cells", format!("must not exceed the number of points ({n})")));
+    }
     if cell.iter().any(|&c| c >= n_cells) {
         return Err(ThriftyError::invalid("cells", "cell index out of range"));
     }
@@ -332,6 +335,9 @@ pub fn dyadic_levels(m: usize, d: usize) -> Result<Vec<u32>> {
 pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize, density: &[f64]) -> Result<Vec<f64>> {
     check_points(x, n, d, 0.0, 1.0)?;
     check_density(density, n)?;
+    if m > n {
+        return Err(ThriftyError::invalid("m", format!("must not exceed the number of points ({n}), got {m}")));
+    }
     let levels = dyadic_levels(m, d)?;
     let phi = ScalingFunction::new(order, 12)?;
     let sup = phi.support as isize;
@@ -463,8 +469,8 @@ pub fn ope_multi_indices(m: usize, d: usize) -> Vec<Vec<usize>> {
 pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, density: &[f64]) -> Result<Vec<f64>> {
     check_points(x, n, d, -1.0, 1.0)?;
     check_density(density, n)?;
-    if m == 0 {
-        return Err(ThriftyError::invalid("m", "must be at least 1"));
+    if m == 0 || m > n {
+        return Err(ThriftyError::invalid("m", format!("must be in [1, {n}] (the number of points), got {m}")));
     }
     if !(a > -1.0 && b > -1.0 && a.is_finite() && b.is_finite()) {
         return Err(ThriftyError::invalid("jacobi_params", format!("exponents must be > -1, got a = {a}, b = {b}")));
