@@ -35,3 +35,30 @@ mod tests {
         assert_eq!(to_row_major(m.as_ref()), v);
     }
 }
+
+// ---- dpp helpers ----
+
+/// Eigendecomposition of a symmetric row-major `n × n` matrix (only the lower triangle is read):
+/// eigenvalues in nondecreasing order and the eigenvectors as the columns of a row-major `n × n` matrix.
+pub fn sym_eigen(a: &[f64], n: usize) -> crate::Result<(Vec<f64>, Vec<f64>)> {
+    let m = view(a, n, n);
+    let evd = m
+        .self_adjoint_eigen(faer::Side::Lower)
+        .map_err(|e| crate::ThriftyError::numerical("eigendecomposition", format!("{e:?}")))?;
+    let vals: Vec<f64> = (0..n).map(|i| evd.S().column_vector()[i]).collect();
+    Ok((vals, to_row_major(evd.U())))
+}
+
+/// Lower Cholesky factor `L` (row-major) of a symmetric positive-definite matrix, or `None` when a
+/// pivot is not positive.
+pub fn cholesky_lower(a: &[f64], n: usize) -> Option<Vec<f64>> {
+    let llt = view(a, n, n).llt(faer::Side::Lower).ok()?;
+    Some(to_row_major(llt.L()))
+}
+
+/// Inverse of a symmetric positive-definite matrix (row-major), or `None` when it is not SPD.
+pub fn spd_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
+    use faer::linalg::solvers::DenseSolveCore;
+    let llt = view(a, n, n).llt(faer::Side::Lower).ok()?;
+    Some(to_row_major(llt.inverse().as_ref()))
+}

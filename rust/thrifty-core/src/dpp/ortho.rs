@@ -1,0 +1,304 @@
+//! Orthonormalisation of a tall N×p feature matrix by blocked Cholesky-QR (never N×N), leverage
+//! scores, and the exact variance of a weighted linear statistic of a DPP with kernel K = WWᵀ.
+//!
+//! Cholesky-QR: G = XᵀX (accumulated in f64 over fixed row blocks, summed in a fixed order so the
+//! result does not depend on the thread count), W = R⁻¹ from G = RᵀR, Q = XW. If the Cholesky
+//! factorisation fails or G is too ill-conditioned, the fallback is the eigendecomposition
+//! G = VΛVᵀ with W = V_r Λ_r^{-1/2} over the eigenvalues above the rank tolerance. The pass is
+//! repeated on Q (Cholesky-QR2) until ‖QᵀQ − I‖_max is below the working tolerance.
+use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
+use crate::linalg;
+use crate::scalar::Real;
+use rayon::prelude::*;
+
+const BLOCK: usize = 8192;
+
+/// `Err(NotFinite)` unless every value of a generic float slice is finite.
+pub fn finite<T: Real>(arg: &'static str, values: &[T]) -> Result<()> {
+    if values.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(ThriftyError::NotFinite { arg })
+    }
+}
+
+/// Dense kernels on row-major blocks for the two float types (faer GEMM with runtime SIMD dispatch).
+pub trait Dense: Real {
+    /// `out (p×p) = blkᵀ blk` for a row-major `b × p` block.
+    fn gram_block(blk: &[Self], b: usize, p: usize, out: &mut [Self]);
+    /// `out (b×r) = blk (b×p) · w (p×r)`, all row-major.
+    fn mul_block(blk: &[Self], b: usize, p: usize, w: &[Self], r: usize, out: &mut [Self]);
+}
+
+macro_rules! impl_dense {
+    ($t:ty) => {
+        impl Dense for $t {
+            fn gram_block(blk: &[Self], b: usize, p: usize, out: &mut [Self]) {
+                use faer::{linalg::matmul::matmul, Accum, MatMut, MatRef, Par};
+                let x = MatRef::from_row_major_slice(blk, b, p);
+                let dst = MatMut::from_row_major_slice_mut(out, p, p);
+                matmul(dst, Accum::Replace, x.transpose(), x, 1.0 as $t, Par::Seq);
+            }
+            fn mul_block(blk: &[Self], b: usize, p: usize, w: &[Self], r: usize, out: &mut [Self]) {
+                use faer::{linalg::matmul::matmul, Accum, MatMut, MatRef, Par};
+                let x = MatRef::from_row_major_slice(blk, b, p);
+                let wm = MatRef::from_row_major_slice(w, p, r);
+                let dst = MatMut::from_row_major_slice_mut(out, b, r);
+                matmul(dst, Accum::Replace, x, wm, 1.0 as $t, Par::Seq);
+            }
+        }
+    };
+}
+impl_dense!(f32);
+impl_dense!(f64);
+
+fn sum_partials(partials: Vec<Vec<f64>>, p: usize) -> Vec<f64> {
+    let mut g = vec![0.0; p * p];
+    for part in partials {
+        for (a, b) in g.iter_mut().zip(part) {
+            *a += b;
+        }
+    }
+    g
+}
+
+/// `XᵀX` (p×p, row-major, f64) of a row-major `n × p` matrix; blocks summed in a fixed order.
+pub fn gram<T: Dense>(x: &[T], n: usize, p: usize) -> Vec<f64> {
+    let partials: Vec<Vec<f64>> = x[..n * p]
+        .par_chunks(BLOCK * p)
+        .map(|blk| {
+            let mut g = vec![T::zero(); p * p];
+            T::gram_block(blk, blk.len() / p, p, &mut g);
+            g.into_iter().map(|v| v.to_f64()).collect()
+        })
+        .collect();
+    sum_partials(partials, p)
+}
+
+/// Largest absolute entry of `UᵀU − I` (how far the columns of `u` are from orthonormal).
+pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> f64 {
+    let g = gram(u, n, p);
+    let mut e: f64 = 0.0;
+    for i in 0..p {
+        for j in 0..p {
+            let t = if i == j { 1.0 } else { 0.0 };
+            e = e.max((g[i * p + j] - t).abs());
+        }
+    }
+    e
+}
+
+/// Leverage scores ‖U_i‖² (the diagonal of K = UUᵀ), in f64.
+pub fn leverage<T: Real>(u: &[T], n: usize, p: usize) -> Vec<f64> {
+    // Eight independent accumulators: the sum is bound by add latency otherwise.
+    fn sumsq<T: Real>(r: &[T]) -> f64 {
+        let mut acc = [0.0f64; 8];
+        let mut chunks = r.chunks_exact(8);
+        for c in &mut chunks {
+            for l in 0..8 {
+                let v = c[l].to_f64();
+                acc[l] += v * v;
+            }
+        }
+        let tail: f64 = chunks.remainder().iter().map(|&v| v.to_f64() * v.to_f64()).sum();
+        acc.iter().sum::<f64>() + tail
+    }
+    let mut out = vec![0.0; n];
+    out.par_chunks_mut(4096).enumerate().for_each(|(b, o)| {
+        for (k, ok) in o.iter_mut().enumerate() {
+            let i = b * 4096 + k;
+            *ok = sumsq(&u[i * p..(i + 1) * p]);
+        }
+    });
+    out
+}
+
+/// `W = R⁻¹` (p×p, row-major, upper triangular) from the Cholesky factor of the Gram matrix, or
+/// `None` when the factorisation fails or a pivot is below `rtol² · max G_ii` (then the Gram
+/// matrix cannot resolve the column space and the Householder fallback takes over).
+fn whitening(g: &[f64], p: usize, rtol: f64) -> Option<Vec<f64>> {
+    let gmax = (0..p).map(|i| g[i * p + i]).fold(0.0, f64::max);
+    if !(gmax > 0.0) {
+        return None;
+    }
+    let l = linalg::cholesky_lower(g, p)?;
+    let dmin = (0..p).map(|i| l[i * p + i] * l[i * p + i]).fold(f64::INFINITY, f64::min);
+    if !(dmin > rtol * rtol * gmax) {
+        return None;
+    }
+    // W = L⁻ᵀ: solve Lᵀ W = I column by column.
+    let mut w = vec![0.0; p * p];
+    for c in 0..p {
+        for i in (0..=c).rev() {
+            let mut s = if i == c { 1.0 } else { 0.0 };
+            for k in i + 1..=c {
+                s -= l[k * p + i] * w[k * p + c];
+            }
+            w[i * p + c] = s / l[i * p + i];
+        }
+    }
+    Some(w)
+}
+
+/// Fallback: column-pivoted Householder QR of X (in f64), rank from |R_jj| > rtol·|R_00|.
+fn householder<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T>, usize)> {
+    let f: Vec<f64> = x.iter().map(|&v| Real::to_f64(v)).collect();
+    let qr = linalg::view(&f, n, p).col_piv_qr();
+    let r = qr.R();
+    let k = n.min(p);
+    let r00 = r[(0, 0)].abs();
+    if !(r00 > 0.0) {
+        return Err(ThriftyError::invalid("features", "all columns are zero (rank 0)"));
+    }
+    let rank = (0..k).take_while(|&j| r[(j, j)].abs() > rtol * r00).count();
+    let q = qr.compute_thin_Q();
+    let mut out = vec![T::zero(); n * rank];
+    for i in 0..n {
+        for j in 0..rank {
+            out[i * rank + j] = T::of(q[(i, j)]);
+        }
+    }
+    Ok((out, rank))
+}
+
+/// `X·W` (n×r) computed blockwise, fused with its Gram matrix (each block is still in cache).
+fn apply<T: Dense>(x: &[T], n: usize, p: usize, w: &[f64], r: usize) -> (Vec<T>, Vec<f64>) {
+    let wt: Vec<T> = w.iter().map(|&v| T::of(v)).collect();
+    let mut q = vec![T::zero(); n * r];
+    let partials: Vec<Vec<f64>> = q
+        .par_chunks_mut(BLOCK * r)
+        .zip(x[..n * p].par_chunks(BLOCK * p))
+        .map(|(qb, xb)| {
+            let b = xb.len() / p;
+            T::mul_block(xb, b, p, &wt, r, qb);
+            let mut g = vec![T::zero(); r * r];
+            T::gram_block(qb, b, r, &mut g);
+            g.into_iter().map(|v| v.to_f64()).collect()
+        })
+        .collect();
+    (q, sum_partials(partials, r))
+}
+
+/// Orthonormal basis `Q` (n×r, row-major) of the column space of the row-major `n × p` matrix `x`
+/// and its numerical rank `r` (singular values below `rtol · σ_max` are dropped). O(np²) time.
+pub fn orthonormalize<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T>, usize)> {
+    ensure_matrix("features", x, n, p)?;
+    super::ortho::finite("features", x)?;
+    if !(rtol > 0.0 && rtol < 1.0) {
+        return Err(ThriftyError::invalid("rtol", format!("must be in (0, 1), got {rtol}")));
+    }
+    let target = if T::EPSILON_F64 > 1e-10 { 1e-5 } else { 1e-11 };
+    // The Gram matrix resolves singular values down to about sqrt(eps)·σ_max; below that (or when
+    // the caller asks for a finer rank tolerance) use Householder QR.
+    let resolvable = 30.0 * T::EPSILON_F64.sqrt();
+    let g = gram(x, n, p);
+    let Some(w) = whitening(&g, p, rtol.max(resolvable)) else {
+        return householder(x, n, p, rtol);
+    };
+    let (mut q, mut gq) = apply(x, n, p, &w, p);
+    for _ in 0..3 {
+        let err = (0..p * p).map(|k| (gq[k] - if k % (p + 1) == 0 { 1.0 } else { 0.0 }).abs()).fold(0.0, f64::max);
+        if err <= target {
+            return Ok((q, p));
+        }
+        let Some(w2) = whitening(&gq, p, 1e-4) else {
+            return householder(x, n, p, rtol);
+        };
+        let next = apply(&q, n, p, &w2, p);
+        q = next.0;
+        gq = next.1;
+    }
+    householder(x, n, p, rtol)
+}
+
+/// Exact variance of the linear statistic Σ_{i∈S} g_i of a DPP with marginal kernel K = WWᵀ
+/// (W n×r, row-major): Σ g_i² K_ii − ‖Wᵀ diag(g) W‖_F². O(nr²), no n×n matrix.
+pub fn exact_variance<T: Dense>(w: &[T], n: usize, r: usize, g: &[f64]) -> Result<f64> {
+    ensure_matrix("U", w, n, r)?;
+    if g.len() != n {
+        return Err(ThriftyError::shape("g", format!("has length {}, expected {n}", g.len())));
+    }
+    ensure_finite("g", g)?;
+    let lev = leverage(w, n, r);
+    let first: f64 = g.iter().zip(&lev).map(|(a, l)| a * a * l).sum();
+    // M = Wᵀ diag(g) W as the Gram matrix of rows scaled by sqrt|g| with signs tracked: split g = g⁺ − g⁻.
+    let scaled = |sign: f64| -> Vec<f64> {
+        let mut s = vec![0.0; n * r];
+        for i in 0..n {
+            let gi = (g[i] * sign).max(0.0).sqrt();
+            for j in 0..r {
+                s[i * r + j] = w[i * r + j].to_f64() * gi;
+            }
+        }
+        s
+    };
+    let mp = gram(&scaled(1.0), n, r);
+    let mm = gram(&scaled(-1.0), n, r);
+    let fro: f64 = mp.iter().zip(&mm).map(|(a, b)| (a - b) * (a - b)).sum();
+    Ok((first - fro).max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test_matrix(n: usize, p: usize, seed: u64) -> Vec<f64> {
+        let mut r = crate::rng::stream(seed, 0);
+        (0..n * p).map(|_| crate::rng::uniform(&mut r) - 0.5).collect()
+    }
+
+    #[test]
+    fn orthonormalize_spans_and_is_orthonormal() {
+        let (n, p) = (500, 7);
+        let x = test_matrix(n, p, 1);
+        let (q, r) = orthonormalize(&x, n, p, 1e-8).unwrap();
+        assert_eq!(r, p);
+        assert!(orthonormality_error(&q, n, r) < 1e-12);
+        // Projection of X onto span(Q) reproduces X.
+        for c in 0..p {
+            let coef: Vec<f64> = (0..r).map(|k| (0..n).map(|i| q[i * r + k] * x[i * p + c]).sum()).collect();
+            for i in 0..n {
+                let v: f64 = (0..r).map(|k| q[i * r + k] * coef[k]).sum();
+                assert!((v - x[i * p + c]).abs() < 1e-10);
+            }
+        }
+    }
+
+    #[test]
+    fn rank_deficient_and_ill_conditioned() {
+        let (n, p) = (300, 5);
+        let mut x = test_matrix(n, p, 2);
+        for i in 0..n {
+            x[i * p + 4] = x[i * p] + 2.0 * x[i * p + 1];
+            x[i * p + 3] *= 1e-9;
+        }
+        let (q, r) = orthonormalize(&x, n, p, 1e-6).unwrap();
+        assert_eq!(r, 3);
+        assert!(orthonormality_error(&q, n, r) < 1e-11);
+        let (q, r) = orthonormalize(&x, n, p, 1e-12).unwrap();
+        assert_eq!(r, 4);
+        assert!(orthonormality_error(&q, n, r) < 1e-11);
+        let xf: Vec<f32> = test_matrix(n, p, 3).iter().map(|&v| v as f32).collect();
+        let (qf, rf) = orthonormalize(&xf, n, p, 1e-3).unwrap();
+        assert_eq!(rf, p);
+        assert!(orthonormality_error(&qf, n, rf) < 1e-5);
+        assert!(orthonormalize(&vec![0.0; 6], 3, 2, 1e-8).is_err());
+        assert!(orthonormalize(&[f64::NAN, 1.0], 2, 1, 1e-8).is_err());
+    }
+
+    #[test]
+    fn exact_variance_matches_dense_formula() {
+        let (n, p) = (12, 3);
+        let (u, _) = orthonormalize(&test_matrix(n, p, 4), n, p, 1e-8).unwrap();
+        let g: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
+        let k = |i: usize, j: usize| (0..p).map(|c| u[i * p + c] * u[j * p + c]).sum::<f64>();
+        let mut v = 0.0;
+        for i in 0..n {
+            v += g[i] * g[i] * k(i, i);
+            for j in 0..n {
+                v -= g[i] * g[j] * k(i, j) * k(i, j);
+            }
+        }
+        assert!((exact_variance(&u, n, p, &g).unwrap() - v).abs() < 1e-12);
+    }
+}
