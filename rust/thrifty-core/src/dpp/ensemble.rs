@@ -71,7 +71,7 @@ impl Spectrum {
     pub fn from_features<T: ortho::Dense>(phi: &[T], n: usize, d: usize) -> Result<Self> {
         ensure_matrix("features", phi, n, d)?;
         super::ortho::finite("features", phi)?;
-        let f: Vec<f64> = phi.iter().map(|&v| Real::to_f64(v)).collect();
+        let f: Vec<f64> = phi.iter().map(|&v| Real::as_f64(v)).collect();
         let svd = linalg::view(&f, n, d)
             .thin_svd()
             .map_err(|e| ThriftyError::numerical("SVD of the features", format!("{e:?}")))?;

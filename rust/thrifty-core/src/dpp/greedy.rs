@@ -23,8 +23,8 @@ fn check_cov<T: Real>(cov: &[T], n: usize) -> Result<()> {
     use rayon::prelude::*;
     ensure_matrix("cov", cov, n, n)?;
     super::ortho::finite("cov", cov)?;
-    let amax = cov.par_chunks(n.max(1)).map(|r| r.iter().fold(0.0f64, |a, b| a.max(Real::to_f64(*b).abs()))).reduce(|| 0.0, f64::max);
-    if (0..n).any(|i| cov[i * n + i].to_f64() < 0.0) {
+    let amax = cov.par_chunks(n.max(1)).map(|r| r.iter().fold(0.0f64, |a, b| a.max(Real::as_f64(*b).abs()))).reduce(|| 0.0, f64::max);
+    if (0..n).any(|i| cov[i * n + i].as_f64() < 0.0) {
         return Err(ThriftyError::invalid("cov", "has a negative diagonal entry (not positive semi-definite)"));
     }
     // Symmetry, compared tile by tile (64×64) so both reads stay in cache; tiles in parallel.
@@ -35,7 +35,7 @@ fn check_cov<T: Real>(cov: &[T], n: usize) -> Result<()> {
         (0..=bi).any(|bj| {
             let (i0, j0) = (bi * TILE, bj * TILE);
             (i0..(i0 + TILE).min(n)).any(|i| {
-                (j0..(j0 + TILE).min(n).min(i)).any(|j| (cov[i * n + j].to_f64() - cov[j * n + i].to_f64()).abs() > tol)
+                (j0..(j0 + TILE).min(n).min(i)).any(|j| (cov[i * n + j].as_f64() - cov[j * n + i].as_f64()).abs() > tol)
             })
         })
     });

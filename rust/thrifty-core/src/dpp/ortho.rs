@@ -69,7 +69,7 @@ pub fn gram<T: Dense>(x: &[T], n: usize, p: usize) -> Vec<f64> {
         .map(|blk| {
             let mut g = vec![T::zero(); p * p];
             T::gram_block(blk, blk.len() / p, p, &mut g);
-            g.into_iter().map(|v| v.to_f64()).collect()
+            g.into_iter().map(|v| v.as_f64()).collect()
         })
         .collect();
     sum_partials(partials, p)
@@ -96,11 +96,11 @@ pub fn leverage<T: Real>(u: &[T], n: usize, p: usize) -> Vec<f64> {
         let mut chunks = r.chunks_exact(8);
         for c in &mut chunks {
             for l in 0..8 {
-                let v = c[l].to_f64();
+                let v = c[l].as_f64();
                 acc[l] += v * v;
             }
         }
-        let tail: f64 = chunks.remainder().iter().map(|&v| v.to_f64() * v.to_f64()).sum();
+        let tail: f64 = chunks.remainder().iter().map(|&v| v.as_f64() * v.as_f64()).sum();
         acc.iter().sum::<f64>() + tail
     }
     let mut out = vec![0.0; n];
@@ -142,7 +142,7 @@ fn whitening(g: &[f64], p: usize, rtol: f64) -> Option<Vec<f64>> {
 
 /// Fallback: column-pivoted Householder QR of X (in f64), rank from |R_jj| > rtol·|R_00|.
 fn householder<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T>, usize)> {
-    let f: Vec<f64> = x.iter().map(|&v| Real::to_f64(v)).collect();
+    let f: Vec<f64> = x.iter().map(|&v| Real::as_f64(v)).collect();
     let qr = linalg::view(&f, n, p).col_piv_qr();
     let r = qr.R();
     let k = n.min(p);
@@ -173,7 +173,7 @@ fn apply<T: Dense>(x: &[T], n: usize, p: usize, w: &[f64], r: usize) -> (Vec<T>,
             T::mul_block(xb, b, p, &wt, r, qb);
             let mut g = vec![T::zero(); r * r];
             T::gram_block(qb, b, r, &mut g);
-            g.into_iter().map(|v| v.to_f64()).collect()
+            g.into_iter().map(|v| v.as_f64()).collect()
         })
         .collect();
     (q, sum_partials(partials, r))
@@ -227,7 +227,7 @@ pub fn exact_variance<T: Dense>(w: &[T], n: usize, r: usize, g: &[f64]) -> Resul
         for i in 0..n {
             let gi = (g[i] * sign).max(0.0).sqrt();
             for j in 0..r {
-                s[i * r + j] = w[i * r + j].to_f64() * gi;
+                s[i * r + j] = w[i * r + j].as_f64() * gi;
             }
         }
         s

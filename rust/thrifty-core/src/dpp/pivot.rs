@@ -84,12 +84,12 @@ fn dot_mixed<T: Real>(a: &[T], b: &[f64]) -> f64 {
     let chunks = a.len() / 4;
     for c in 0..chunks {
         for l in 0..4 {
-            s[l] += a[4 * c + l].to_f64() * b[4 * c + l];
+            s[l] += a[4 * c + l].as_f64() * b[4 * c + l];
         }
     }
     let mut tot = s[0] + s[1] + s[2] + s[3];
     for k in 4 * chunks..a.len() {
-        tot += a[k].to_f64() * b[k];
+        tot += a[k].as_f64() * b[k];
     }
     tot
 }
@@ -128,7 +128,7 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
             }
             let mut rows = Vec::with_capacity(b * p);
             for &i in idx {
-                rows.extend(self.row(i).iter().map(|&v| Real::to_f64(v)));
+                rows.extend(self.row(i).iter().map(|&v| Real::as_f64(v)));
             }
             let mut c = vec![0.0; b * m];
             f64::gemm_nt(&rows, comp, b, m, p, &mut c);
@@ -145,7 +145,7 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
         }
         let mut rows = Vec::with_capacity(b * p);
         for &i in idx {
-            rows.extend(self.row(i).iter().map(|&v| Real::to_f64(v)));
+            rows.extend(self.row(i).iter().map(|&v| Real::as_f64(v)));
         }
         let mut c = vec![0.0; b * t];
         f64::gemm_nt(&rows, &self.q[..t * p], b, t, p, &mut c);
@@ -159,7 +159,7 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
         if self.comp.is_some() {
             return self.add_complement(j, tol);
         }
-        let mut x: Vec<f64> = self.row(j).iter().map(|&v| Real::to_f64(v)).collect();
+        let mut x: Vec<f64> = self.row(j).iter().map(|&v| Real::as_f64(v)).collect();
         let norm0: f64 = x.iter().map(|v| v * v).sum();
         // Classical Gram–Schmidt, twice ("twice is enough"): the re-orthogonalisation guard.
         // x ← x − Qᵀ(Qx) as two GEMVs (faer, SIMD).
@@ -223,7 +223,7 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
             let mut c = vec![T::zero(); b];
             T::mul_block(rows, b, p, &q, 1, &mut c);
             for (di, cv) in dc.iter_mut().zip(c) {
-                let cv = cv.to_f64();
+                let cv = cv.as_f64();
                 *di = (*di - cv * cv).max(0.0);
             }
         };
@@ -244,7 +244,7 @@ impl<'a, T: Dense> FactorState<'a, T> {
         if m == 0 {
             return None;
         }
-        let u: Vec<f64> = self.row(j).iter().map(|&v| Real::to_f64(v)).collect();
+        let u: Vec<f64> = self.row(j).iter().map(|&v| Real::as_f64(v)).collect();
         let norm0: f64 = u.iter().map(|v| v * v).sum();
         let comp = self.comp.as_mut()?;
         let mut w = vec![0.0; m];
@@ -303,19 +303,19 @@ impl<'a, T: Real> PivotState for KernelState<'a, T> {
         self.n
     }
     fn diagonal(&self) -> Vec<f64> {
-        (0..self.n).map(|i| self.k[i * self.n + i].to_f64()).collect()
+        (0..self.n).map(|i| self.k[i * self.n + i].as_f64()).collect()
     }
     fn diagonal_at(&self, i: usize) -> f64 {
-        self.k[i * self.n + i].to_f64()
+        self.k[i * self.n + i].as_f64()
     }
     fn residual(&self, i: usize) -> f64 {
         let n = self.n;
         let s: f64 = (0..self.t).map(|s| self.c[s * n + i] * self.c[s * n + i]).sum();
-        (self.k[i * n + i].to_f64() - s).max(0.0)
+        (self.k[i * n + i].as_f64() - s).max(0.0)
     }
     fn add(&mut self, j: usize, tol: f64) -> Option<f64> {
         let n = self.n;
-        let mut col: Vec<f64> = self.k[j * n..(j + 1) * n].iter().map(|&v| Real::to_f64(v)).collect();
+        let mut col: Vec<f64> = self.k[j * n..(j + 1) * n].iter().map(|&v| Real::as_f64(v)).collect();
         for s in 0..self.t {
             let cs = &self.c[s * n..(s + 1) * n];
             let f = cs[j];
@@ -324,7 +324,7 @@ impl<'a, T: Real> PivotState for KernelState<'a, T> {
             }
         }
         let piv = col[j];
-        let kjj = self.k[j * n + j].to_f64();
+        let kjj = self.k[j * n + j].as_f64();
         if !(piv > tol * kjj.max(f64::MIN_POSITIVE)) || piv <= 0.0 {
             return None;
         }
