@@ -108,6 +108,8 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
             raise TypeError(f"n_components must be an int, got {type(self.n_components).__name__}")
         k = int(self.n_components)
         n, p = x.shape
+        if n < 2:
+            raise ValueError(f"PLSInference needs at least 2 samples, got n_samples = {n}")
         if k < 1 or k > min(p, n - 1):
             raise ValueError(f"n_components must be in [1, min(n_samples - 1, n_features)] = [1, {min(p, n - 1)}], got {k}")
         if np.ptp(yv) == 0.0:
@@ -117,6 +119,10 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
             w = np.ascontiguousarray(np.asarray(sample_weight, dtype=np.float64))
             if w.shape != (n,):
                 raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
+            if not np.isfinite(w).all() or (w < 0).any():
+                raise ValueError("sample_weight must be finite and non-negative")
+            if not w.sum() > 0:
+                raise ValueError("sample_weight: all weights are zero; at least one weight must be non-zero")
         fit = _core.inference_pls_fit(x, yv, w, k)
         self.coef_ = np.asarray(fit["coef"])
         self.intercept_ = float(fit["intercept"])
