@@ -629,7 +629,7 @@ def component_tests(
     jobs = check_n_jobs(n_jobs)
     _warn_constant_columns(x)
     g = check_gate(x, w)
-    run = "nb" if method == "nb" or method == "auto" else "nb-permutation"
+    run: Method = "nb" if method == "nb" or method == "auto" else "nb-permutation"
     if run == "nb" and g.reroute and not force:
         warnings.warn(
             "NB-asymptotic approximation not trusted for this design (" + "; ".join(g.reasons)
