@@ -282,8 +282,11 @@ def _nb_permutation_null(
     progress: bool | None,
 ) -> FloatArray:
     core_route = lr.kind in LEARNERS or lr.kind == "basis"
-    chunk = max(25, n_perm // 20) if core_route else 1
     bar = _progress_bar(progress, n_perm, "NB-permutation", heavy=n_perm * len(trains) * x.shape[1] > 5e7 or not core_route)
+    # one core call amortises the per-split Gram blocks over all permutations; with a progress bar
+    # the work goes in ten chunks (permutation b always draws from its own stream, so chunking does
+    # not change the result)
+    chunk = (n_perm if bar is None else max(1, -(-n_perm // 10))) if core_route else 1
     out = np.empty(n_perm)
     try:
         start = 0
@@ -538,8 +541,8 @@ def subspace_test(
         )
     B = _check_int(n_perm, "n_perm", 1)
     pooled = method == "cv-permutation-q2"
-    chunk = max(25, B // 20)
     bar = _progress_bar(progress, B, method, heavy=B * folds * n * p > 1e8)
+    chunk = B if bar is None else max(1, -(-B // 10))
     null_parts = []
     observed = nan
     try:

@@ -64,7 +64,7 @@ pub fn pls_fit(data: &Data<'_>, k: usize) -> Result<PlsFit> {
     let (y_mean, y_std) = y_moments(&prep, data.y);
     let mut x = prep.xs_tr.clone();
     let mut y = ytr;
-    let fit = nipals(&mut x, &mut y, data.n, p, k)?;
+    let fit = nipals(&mut x, &mut y, data.n, p, k, true)?;
     let rot = fit.rotations();
     let coef_std = fit.coef();
     let coef: Vec<f64> = (0..p).map(|j| coef_std[j] * y_std / prep.scale[j]).collect();
@@ -95,7 +95,7 @@ pub fn deflate(data: &Data<'_>, h: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let mut y = train_response(&prep, data.y).ok_or_else(|| ThriftyError::invalid("y", "is constant"))?;
     let mut x = prep.xs_tr.clone();
     if h > 0 {
-        nipals(&mut x, &mut y, n, p, h)?;
+        nipals(&mut x, &mut y, n, p, h, true)?;
     }
     for i in 0..n {
         let s = prep.sw_tr[i];

@@ -256,21 +256,22 @@ pub fn prepare(data: &Data<'_>, train: &[usize], test: &[usize], standardize: bo
             scale[j] = if is_constant(mean[j], sd) { f64::INFINITY } else { sd };
         }
     }
+    let inv_scale: Vec<f64> = scale.iter().map(|s| 1.0 / s).collect();
     let mut xs_tr = vec![0.0; n_tr * p];
     for (a, &i) in train.iter().enumerate() {
         let row = &data.x[i * p..(i + 1) * p];
         let out = &mut xs_tr[a * p..(a + 1) * p];
         let s = sw_tr[a];
-        for j in 0..p {
-            out[j] = s * (row[j] - mean[j]) / scale[j];
+        for (((o, &v), &m), &is) in out.iter_mut().zip(row).zip(&mean).zip(&inv_scale) {
+            *o = s * ((v - m) * is);
         }
     }
     let mut xs_te = vec![0.0; n_te * p];
     for (a, &i) in test.iter().enumerate() {
         let row = &data.x[i * p..(i + 1) * p];
         let out = &mut xs_te[a * p..(a + 1) * p];
-        for j in 0..p {
-            out[j] = (row[j] - mean[j]) / scale[j];
+        for (((o, &v), &m), &is) in out.iter_mut().zip(row).zip(&mean).zip(&inv_scale) {
+            *o = (v - m) * is;
         }
     }
     Prepared { n_tr, n_te, p, xs_tr, xs_te, sw_tr, w_te, train: train.to_vec(), test: test.to_vec(), mean, scale }
@@ -397,7 +398,10 @@ pub struct Nipals {
 }
 
 /// PLS1 NIPALS on row-major `x` (n×p, deflated in place) and `y` (deflated in place).
-pub fn nipals(x: &mut [f64], y: &mut [f64], n: usize, p: usize, k: usize) -> Result<Nipals> {
+///
+/// With `full = false` the last component's loading and deflation are skipped (they do not affect the
+/// coefficients); its `p` entry is then empty.
+pub fn nipals(x: &mut [f64], y: &mut [f64], n: usize, p: usize, k: usize, full: bool) -> Result<Nipals> {
     let xnorm = dot(x, x).sqrt();
     let ynorm = dot(y, y).sqrt();
     let mut out = Nipals { w: vec![], p: vec![], q: vec![], t: vec![] };
@@ -420,9 +424,18 @@ pub fn nipals(x: &mut [f64], y: &mut [f64], n: usize, p: usize, k: usize) -> Res
         if !(tt > 0.0) {
             return Err(ThriftyError::numerical("PLS", "zero score vector"));
         }
+        let q = dot(y, &t) / tt;
+        if a + 1 == k && !full {
+            // the last loading never enters R = W(PᵀW)⁻¹ (PᵀW is unit upper triangular), so skip it
+            // and the last deflation
+            out.w.push(w);
+            out.p.push(vec![]);
+            out.q.push(q);
+            out.t.push(t);
+            break;
+        }
         let mut pl = xt_v(x, n, p, &t);
         pl.iter_mut().for_each(|v| *v /= tt);
-        let q = dot(y, &t) / tt;
         for i in 0..n {
             let ti = t[i];
             for (xv, pv) in x[i * p..(i + 1) * p].iter_mut().zip(&pl) {
@@ -439,13 +452,22 @@ pub fn nipals(x: &mut [f64], y: &mut [f64], n: usize, p: usize, k: usize) -> Res
 }
 
 impl Nipals {
-    /// P'W (k×k, upper triangular up to rounding), row-major.
+    /// P'W (k×k, unit upper triangular in exact arithmetic), row-major. Entries that involve a skipped
+    /// loading use their exact values (1 on the diagonal, 0 below it).
     pub fn ptw(&self) -> Vec<f64> {
         let k = self.q.len();
         let mut m = vec![0.0; k * k];
         for a in 0..k {
             for b in 0..k {
-                m[a * k + b] = dot(&self.p[a], &self.w[b]);
+                m[a * k + b] = if self.p[a].is_empty() {
+                    if a == b {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                } else {
+                    dot(&self.p[a], &self.w[b])
+                };
             }
         }
         m
@@ -569,7 +591,7 @@ pub fn fit_coef(spec: &Spec, prep: &Prepared, ytr: &[f64], split: usize) -> Resu
         Learner::Pls => {
             let mut x = prep.xs_tr.clone();
             let mut y = ytr.to_vec();
-            let fit = nipals(&mut x, &mut y, n, p, k)?;
+            let fit = nipals(&mut x, &mut y, n, p, k, false)?;
             if spec.rotate == Rotation::None || k == 1 {
                 return Ok(fit.coef());
             }

@@ -45,7 +45,7 @@ pub fn permutation_p(observed: f64, null: &[f64]) -> f64 {
     (1.0 + c as f64) / (null.len() as f64 + 1.0)
 }
 
-const BLOCK: usize = 128;
+const BLOCK: usize = 512;
 
 /// z̄* for permutations `start .. start + count`.
 pub fn nb_permutation_null(

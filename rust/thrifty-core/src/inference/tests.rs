@@ -45,7 +45,7 @@ fn pls_coef_equals_krylov_ols() {
     for k in 1..=3 {
         let mut xs = prep.xs_tr.clone();
         let mut yy = ytr.clone();
-        let coef = super::fit::nipals(&mut xs, &mut yy, n, p, k).unwrap().coef();
+        let coef = super::fit::nipals(&mut xs, &mut yy, n, p, k, false).unwrap().coef();
         let mut basis = vec![xt_v(&prep.xs_tr, n, p, &ytr)];
         for a in 1..k {
             let t = x_v(&prep.xs_tr, n, p, &basis[a - 1]);
