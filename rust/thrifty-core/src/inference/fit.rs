@@ -588,6 +588,26 @@ pub fn spca_default_features(p: usize, k: usize) -> usize {
 pub fn fit_coef(spec: &Spec, prep: &Prepared, ytr: &[f64], split: usize) -> Result<Vec<f64>> {
     let (n, p, k) = (prep.n_tr, prep.p, spec.k);
     match &spec.learner {
+        Learner::Pls if k == 1 => {
+            // one component: w ∝ X̃ᵀỹ, and the OLS refit on t = X̃w gives coef = w (tᵀỹ / tᵀt); no copy of X̃
+            let w = xt_v(&prep.xs_tr, n, p, ytr);
+            let wn = dot(&w, &w).sqrt();
+            let xnorm = dot(&prep.xs_tr, &prep.xs_tr).sqrt();
+            let ynorm = dot(ytr, ytr).sqrt();
+            if !(wn > 1e-10 * xnorm * ynorm) || wn == 0.0 {
+                return Err(ThriftyError::invalid(
+                    "n_components",
+                    "component 1 is degenerate (X'y vanishes): n_components must be below the rank of the data",
+                ));
+            }
+            let t = x_v(&prep.xs_tr, n, p, &w);
+            let tt = dot(&t, &t);
+            if !(tt > 0.0) {
+                return Err(ThriftyError::numerical("PLS", "zero score vector"));
+            }
+            let q = dot(ytr, &t) / tt;
+            Ok(w.into_iter().map(|v| v * q).collect())
+        }
         Learner::Pls => {
             let mut x = prep.xs_tr.clone();
             let mut y = ytr.to_vec();
