@@ -91,17 +91,17 @@ def main() -> int:
         tp_q2 = median_time(lambda: plskit.pls1_confirmatory_test(X, y, 1, test_method="raw_perm", seed=1), 1)
         print(f"plskit  NB {tp_nb:.3f} s, plskit raw_perm {tp_q2:.2f} s  ->  ratio {tp_q2 / tp_nb:.0f}x")
 
-    print("\n== power vs n at a fixed effect (p=50, y = 0.35*x0 + noise, alpha=0.05) ==")
-    reps = 60 if args.quick else 200
-    ns = (30, 45, 60, 80, 110, 150)
+    print("\n== power vs n at a fixed effect (p=20, y = 0.45*x0 + noise, alpha=0.05) ==")
+    reps = 100 if args.quick else 300
+    ns = (30, 40, 50, 60, 80, 100, 130, 160)
     print(f"{'n':>5}{'NB power':>10}{'CV-Q2 power':>13}   ({reps} replicates; CV-Q2 with B=199, K=5)")
     power = {"nb": [], "q2": []}
     g = np.random.default_rng(2024)
     for nn in ns:
         hits = {"nb": 0, "q2": 0}
         for r in range(reps):
-            Xs = g.normal(size=(nn, 50))
-            ys = 0.35 * Xs[:, 0] + g.normal(size=nn)
+            Xs = g.normal(size=(nn, 20))
+            ys = 0.45 * Xs[:, 0] + g.normal(size=nn)
             hits["nb"] += subspace_test(Xs, ys, random_state=r, n_jobs=J, n_perm=199).p_value < 0.05
             hits["q2"] += (
                 subspace_test(Xs, ys, method="cv-permutation-q2", n_perm=199, random_state=r, n_jobs=J, progress=False).p_value

@@ -213,6 +213,12 @@ pub(crate) fn is_constant(mean: f64, sd: f64) -> bool {
 }
 
 pub fn prepare(data: &Data<'_>, train: &[usize], test: &[usize], standardize: bool) -> Prepared {
+    prepare_with(data, train, test, standardize, true)
+}
+
+/// As [`prepare`]; with `with_test = false` the standardised test rows are not materialised (use
+/// [`predict_test_raw`] for predictions).
+pub fn prepare_with(data: &Data<'_>, train: &[usize], test: &[usize], standardize: bool, with_test: bool) -> Prepared {
     let (n_tr, n_te, p) = (train.len(), test.len(), data.p);
     let norm = |idx: &[usize]| -> Vec<f64> {
         match data.w {
@@ -228,30 +234,31 @@ pub fn prepare(data: &Data<'_>, train: &[usize], test: &[usize], standardize: bo
     let w_te = norm(test);
     let sw_tr: Vec<f64> = w_tr.iter().map(|v| v.sqrt()).collect();
     let sw_total: f64 = w_tr.iter().sum();
-    // weighted train moments, two-pass
-    let mut mean = vec![0.0; p];
+    let inv = if sw_total > 0.0 { 1.0 / sw_total } else { 0.0 };
+    // weighted train moments in one pass over shifted data (shift = the first train row, so the sums
+    // stay on the scale of the spread)
+    let shift: Vec<f64> = match train.first() {
+        Some(&i) => data.x[i * p..(i + 1) * p].to_vec(),
+        None => vec![0.0; p],
+    };
+    let mut s1 = vec![0.0; p];
+    let mut s2 = vec![0.0; p];
     for (a, &i) in train.iter().enumerate() {
         let row = &data.x[i * p..(i + 1) * p];
         let wi = w_tr[a];
-        for (m, &v) in mean.iter_mut().zip(row) {
-            *m += wi * v;
+        for (((a1, a2), &v), &k) in s1.iter_mut().zip(s2.iter_mut()).zip(row).zip(&shift) {
+            let d = v - k;
+            *a1 += wi * d;
+            *a2 += wi * d * d;
         }
     }
-    let inv = if sw_total > 0.0 { 1.0 / sw_total } else { 0.0 };
-    mean.iter_mut().for_each(|m| *m *= inv);
+    let mut mean = vec![0.0; p];
     let mut scale = vec![1.0; p];
-    if standardize {
-        let mut ss = vec![0.0; p];
-        for (a, &i) in train.iter().enumerate() {
-            let row = &data.x[i * p..(i + 1) * p];
-            let wi = w_tr[a];
-            for ((s, &v), &m) in ss.iter_mut().zip(row).zip(&mean) {
-                let d = v - m;
-                *s += wi * d * d;
-            }
-        }
-        for j in 0..p {
-            let sd = (ss[j] * inv).sqrt();
+    for j in 0..p {
+        let dm = s1[j] * inv;
+        mean[j] = shift[j] + dm;
+        if standardize {
+            let sd = (s2[j] * inv - dm * dm).max(0.0).sqrt();
             // constant columns on the train part: standardised values are 0 (the column drops out)
             scale[j] = if is_constant(mean[j], sd) { f64::INFINITY } else { sd };
         }
@@ -266,15 +273,123 @@ pub fn prepare(data: &Data<'_>, train: &[usize], test: &[usize], standardize: bo
             *o = s * ((v - m) * is);
         }
     }
-    let mut xs_te = vec![0.0; n_te * p];
-    for (a, &i) in test.iter().enumerate() {
-        let row = &data.x[i * p..(i + 1) * p];
-        let out = &mut xs_te[a * p..(a + 1) * p];
-        for (((o, &v), &m), &is) in out.iter_mut().zip(row).zip(&mean).zip(&inv_scale) {
-            *o = (v - m) * is;
+    let mut xs_te = vec![];
+    if with_test {
+        xs_te = vec![0.0; n_te * p];
+        for (a, &i) in test.iter().enumerate() {
+            let row = &data.x[i * p..(i + 1) * p];
+            let out = &mut xs_te[a * p..(a + 1) * p];
+            for (((o, &v), &m), &is) in out.iter_mut().zip(row).zip(&mean).zip(&inv_scale) {
+                *o = (v - m) * is;
+            }
         }
     }
     Prepared { n_tr, n_te, p, xs_tr, xs_te, sw_tr, w_te, train: train.to_vec(), test: test.to_vec(), mean, scale }
+}
+
+/// PLS1 with one component, fused for the NB test: the held-out prediction is proportional (with a
+/// non-negative factor) to X̃_te·X̃ᵀỹ, so r needs one pass over the train rows (weighted moments and
+/// the shifted cross-product Σᵢ wᵢ (xᵢ − K)(yᵢ − ȳ) together) and one over the test rows; nothing is
+/// copied. Equals [`split_r`] with `Learner::Pls`, k = 1 (tested).
+pub fn pls1_split_r(data: &Data<'_>, train: &[usize], test: &[usize], y: &[f64]) -> Result<f64> {
+    let p = data.p;
+    let n_tr = train.len();
+    let wsum: f64 = train.iter().map(|&i| wt(data.w, i)).sum();
+    let wnorm = if wsum > 0.0 { n_tr as f64 / wsum } else { 1.0 };
+    let w_of = |i: usize| wt(data.w, i) * wnorm;
+    let inv = 1.0 / n_tr as f64;
+    let my = train.iter().map(|&i| w_of(i) * y[i]).sum::<f64>() * inv;
+    let vy = train.iter().map(|&i| w_of(i) * (y[i] - my).powi(2)).sum::<f64>() * inv;
+    if is_constant(my, vy.sqrt()) {
+        return Ok(0.0);
+    }
+    let shift = &data.x[train[0] * p..(train[0] + 1) * p];
+    let (mut s1, mut s2, mut g) = (vec![0.0; p], vec![0.0; p], vec![0.0; p]);
+    for &i in train {
+        let row = &data.x[i * p..(i + 1) * p];
+        let wi = w_of(i);
+        let wy = wi * (y[i] - my);
+        for j in 0..p {
+            let d = row[j] - shift[j];
+            s1[j] += wi * d;
+            s2[j] += wi * d * d;
+            g[j] += wy * d;
+        }
+    }
+    let mut mean = vec![0.0; p];
+    let mut c = vec![0.0; p];
+    let mut n_nonconst = 0usize;
+    let mut gnorm2 = 0.0;
+    for j in 0..p {
+        let dm = s1[j] * inv;
+        mean[j] = shift[j] + dm;
+        let sd = (s2[j] * inv - dm * dm).max(0.0).sqrt();
+        if !is_constant(mean[j], sd) {
+            n_nonconst += 1;
+            let gj = g[j] / sd; // (X̃ᵀ(w ⊙ (y − ȳ)))ⱼ
+            gnorm2 += gj * gj;
+            c[j] = gj / sd;
+        }
+    }
+    // degenerate direction: same rule as the refit path, ‖X̃ᵀỹ‖ ≤ 1e-10 ‖X̃‖_F ‖ỹ‖ with ỹ = (y − ȳ)/s_y
+    let sy = vy.sqrt();
+    let wn = gnorm2.sqrt() / sy;
+    let bound = 1e-10 * (n_tr as f64 * n_nonconst as f64).sqrt() * (n_tr as f64).sqrt();
+    if !(wn > bound) || wn == 0.0 {
+        return Err(ThriftyError::invalid(
+            "n_components",
+            "component 1 is degenerate (X'y vanishes): n_components must be below the rank of the data",
+        ));
+    }
+    let tsum: f64 = test.iter().map(|&i| wt(data.w, i)).sum();
+    let tnorm = if tsum > 0.0 { test.len() as f64 / tsum } else { 1.0 };
+    let mut pred = Vec::with_capacity(test.len());
+    let mut yte = Vec::with_capacity(test.len());
+    let mut wte = Vec::with_capacity(test.len());
+    for &i in test {
+        let row = &data.x[i * p..(i + 1) * p];
+        let mut acc = [0.0f64; 4];
+        let chunks = p / 4;
+        for q in 0..chunks {
+            for l in 0..4 {
+                let j = 4 * q + l;
+                acc[l] += (row[j] - mean[j]) * c[j];
+            }
+        }
+        let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        for j in 4 * chunks..p {
+            sum += (row[j] - mean[j]) * c[j];
+        }
+        pred.push(sum);
+        yte.push(y[i]);
+        wte.push(wt(data.w, i) * tnorm);
+    }
+    Ok(wcorr(&pred, &yte, &wte))
+}
+
+/// Held-out predictions read straight from the raw test rows: Σⱼ (xᵢⱼ − mⱼ)·coefⱼ/sⱼ.
+pub fn predict_test_raw(data: &Data<'_>, prep: &Prepared, coef: &[f64]) -> Vec<f64> {
+    let p = prep.p;
+    let c: Vec<f64> = coef.iter().zip(&prep.scale).map(|(c, s)| c / s).collect();
+    prep.test
+        .iter()
+        .map(|&i| {
+            let row = &data.x[i * p..(i + 1) * p];
+            let mut acc = [0.0f64; 4];
+            let chunks = p / 4;
+            for q in 0..chunks {
+                for l in 0..4 {
+                    let j = 4 * q + l;
+                    acc[l] += (row[j] - prep.mean[j]) * c[j];
+                }
+            }
+            let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            for j in 4 * chunks..p {
+                sum += (row[j] - prep.mean[j]) * c[j];
+            }
+            sum
+        })
+        .collect()
 }
 
 /// ỹ on the train part: weighted-standardised by train moments and scaled by √w. `y` is the full
@@ -335,17 +450,19 @@ pub(crate) fn x_v(x: &[f64], n: usize, p: usize, v: &[f64]) -> Vec<f64> {
 
 #[inline]
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
-    // four accumulators: vectorises and keeps a fixed summation order
-    let mut acc = [0.0f64; 4];
-    let chunks = a.len() / 4;
-    for c in 0..chunks {
-        for l in 0..4 {
-            acc[l] += a[4 * c + l] * b[4 * c + l];
+    // eight independent accumulators over exact chunks: vectorises and keeps a fixed summation order
+    let mut acc = [0.0f64; 8];
+    let ca = a.chunks_exact(8);
+    let cb = b.chunks_exact(8);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
         }
     }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for i in 4 * chunks..a.len() {
-        s += a[i] * b[i];
+    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
     }
     s
 }
@@ -592,7 +709,8 @@ pub fn fit_coef(spec: &Spec, prep: &Prepared, ytr: &[f64], split: usize) -> Resu
             // one component: w ∝ X̃ᵀỹ, and the OLS refit on t = X̃w gives coef = w (tᵀỹ / tᵀt); no copy of X̃
             let w = xt_v(&prep.xs_tr, n, p, ytr);
             let wn = dot(&w, &w).sqrt();
-            let xnorm = dot(&prep.xs_tr, &prep.xs_tr).sqrt();
+            // standardised columns have Σᵢ wᵢ x̃ᵢⱼ² = n_tr (weights have mean 1), so ‖X̃‖_F² = n_tr · #non-constant
+            let xnorm = (n as f64 * prep.scale.iter().filter(|s| s.is_finite()).count() as f64).sqrt();
             let ynorm = dot(ytr, ytr).sqrt();
             if !(wn > 1e-10 * xnorm * ynorm) || wn == 0.0 {
                 return Err(ThriftyError::invalid(
@@ -732,12 +850,23 @@ pub fn predict_test(prep: &Prepared, coef: &[f64]) -> Vec<f64> {
 
 /// The split statistic r for a (possibly permuted) response `y` (full length n).
 pub fn split_r(spec: &Spec, prep: &Prepared, y: &[f64], split: usize) -> Result<f64> {
+    split_r_with(spec, prep, y, split, |coef| predict_test(prep, coef))
+}
+
+/// [`split_r`] with a caller-supplied prediction of the test rows from the coefficients.
+pub fn split_r_with(
+    spec: &Spec,
+    prep: &Prepared,
+    y: &[f64],
+    split: usize,
+    predict: impl Fn(&[f64]) -> Vec<f64>,
+) -> Result<f64> {
     let ytr = match train_response(prep, y) {
         Some(v) => v,
         None => return Ok(0.0),
     };
     let coef = fit_coef(spec, prep, &ytr, split)?;
-    let pred = predict_test(prep, &coef);
+    let pred = predict(&coef);
     let yte: Vec<f64> = prep.test.iter().map(|&i| y[i]).collect();
     Ok(wcorr(&pred, &yte, &prep.w_te))
 }

@@ -2,7 +2,7 @@
 use rayon::prelude::*;
 
 use crate::error::{Result, ThriftyError};
-use crate::inference::fit::{prepare, split_r, Data, Spec};
+use crate::inference::fit::{prepare_with, predict_test_raw, split_r_with, Data, Spec};
 use crate::inference::special::{norm_ppf, t_sf};
 use crate::rng;
 
@@ -94,8 +94,11 @@ pub fn split_correlations(data: &Data<'_>, spec: &Spec, splits: &[Split], y: &[f
         .par_iter()
         .enumerate()
         .map(|(j, s)| {
-            let prep = prepare(data, &s.train, &s.test, standardize);
-            split_r(spec, &prep, y, j)
+            if matches!(spec.learner, crate::inference::fit::Learner::Pls) && spec.k == 1 {
+                return crate::inference::fit::pls1_split_r(data, &s.train, &s.test, y);
+            }
+            let prep = prepare_with(data, &s.train, &s.test, standardize, false);
+            split_r_with(spec, &prep, y, j, |coef| predict_test_raw(data, &prep, coef))
         })
         .collect()
 }
@@ -194,7 +197,7 @@ pub fn gate(data: &Data<'_>) -> Gate {
         }
     };
     let all: Vec<usize> = (0..n).collect();
-    let prep = prepare(data, &all, &[], true);
+    let prep = prepare_with(data, &all, &[], true, false);
     let x = &prep.xs_tr;
     let fro2 = crate::inference::fit::dot(x, x);
     let sigma2 = top_eigen_gram(x, n, p);
@@ -213,7 +216,8 @@ pub fn gate(data: &Data<'_>) -> Gate {
 }
 
 /// Largest eigenvalue of XᵀX by Lanczos with full reorthogonalisation (deterministic start; at most
-/// 100 steps, stopping once the Ritz value changes by less than 1e-13 relative), run in the smaller of
+/// 60 steps, stopping once the top Ritz value changes by less than 1e-4 relative between checks two
+/// steps apart; a lower bound on the eigenvalue, so the stable rank is never underestimated), run in the smaller of
 /// the row/column spaces.
 pub(crate) fn top_eigen_gram(x: &[f64], n: usize, p: usize) -> f64 {
     use crate::inference::fit::{dot, x_v, xt_v};
@@ -231,7 +235,7 @@ pub(crate) fn top_eigen_gram(x: &[f64], n: usize, p: usize) -> f64 {
     v.iter_mut().for_each(|a| *a /= nv);
     let (mut alpha, mut beta) = (vec![], vec![]);
     let mut last = 0.0;
-    let steps = dim.min(100);
+    let steps = dim.min(60);
     for it in 0..steps {
         let mut w = apply(&v);
         let a = dot(&w, &v);
@@ -245,7 +249,7 @@ pub(crate) fn top_eigen_gram(x: &[f64], n: usize, p: usize) -> f64 {
         }
         let b = dot(&w, &w).sqrt();
         let done = !(b > 1e-12 * a.abs().max(1e-300)) || it + 1 == steps;
-        if done || (it + 1) % 5 == 0 {
+        if done || (it + 1) % 2 == 0 {
             let m = alpha.len();
             let t = faer::Mat::<f64>::from_fn(m, m, |i, j| {
                 if i == j {
@@ -262,7 +266,7 @@ pub(crate) fn top_eigen_gram(x: &[f64], n: usize, p: usize) -> f64 {
                 .self_adjoint_eigenvalues(faer::Side::Lower)
                 .map(|e| e.into_iter().fold(f64::NEG_INFINITY, f64::max))
                 .unwrap_or(a);
-            if done || (top - last).abs() <= 1e-13 * top.abs() {
+            if done || (top - last).abs() <= 1e-4 * top.abs() {
                 return top.max(0.0);
             }
             last = top;
@@ -306,7 +310,7 @@ mod tests {
             let m = faer::Mat::<f64>::from_fn(p, p, |a, b| (0..n).map(|i| x[i * p + a] * x[i * p + b]).sum());
             let dense = m.self_adjoint_eigenvalues(faer::Side::Lower).unwrap().into_iter().fold(0.0, f64::max);
             let lz = top_eigen_gram(&x, n, p);
-            assert!((lz - dense).abs() < 1e-9 * dense, "{n}x{p}: {lz} vs {dense}");
+            assert!((lz - dense).abs() < 1e-3 * dense, "{n}x{p}: {lz} vs {dense}");
         }
     }
 

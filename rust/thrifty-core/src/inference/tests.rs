@@ -75,6 +75,21 @@ fn k1_split_r_is_the_linear_map() {
     assert!((r - wcorr(&pred, &yte, &vec![1.0; yte.len()])).abs() < 1e-12);
 }
 
+#[test]
+fn fused_pls1_equals_the_refit_path() {
+    for &(n, p, weighted) in &[(40usize, 12usize, false), (40, 12, true), (30, 80, true), (50, 5, false)] {
+        let (x, y) = problem(n, p, 13 + p as u64, 0.4);
+        let w: Vec<f64> = (0..n).map(|i| 0.3 + (i % 7) as f64 * 0.25).collect();
+        let data = Data::new(&x, n, p, &y, if weighted { Some(&w) } else { None }).unwrap();
+        for s in draw_splits(n, 1, 4, 5).unwrap() {
+            let prep = prepare(&data, &s.train, &s.test, true);
+            let slow = split_r(&spec(Learner::Pls, 1), &prep, &y, 0).unwrap();
+            let fast = super::fit::pls1_split_r(&data, &s.train, &s.test, &y).unwrap();
+            assert!((slow - fast).abs() < 1e-12, "{slow} vs {fast}");
+        }
+    }
+}
+
 fn check_routes(n: usize, p: usize, learner: Learner, k: usize, weighted: bool) {
     let (x, y) = problem(n, p, 7 + k as u64, 0.3);
     let w: Vec<f64> = (0..n).map(|i| 0.5 + (i % 5) as f64 * 0.3).collect();
