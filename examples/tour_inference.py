@@ -52,7 +52,7 @@ def run(output_dir: Path) -> None:
             dt = time.perf_counter() - t0
             results[(name, k)] = res
             ci = f"[{res.ci[0]:.3f}, {res.ci[1]:.3f}]"
-            print(f"{name:<16}{k:>2}  {res.method:<15}{res.p_value:>9.2g}{res.statistic:>12.3f}{ci:>18}"
+            print(f"{name:<16}{k:>2}  {res.method:<15}{res.p_value:>9.3g}{res.statistic:>12.3f}{ci:>18}"
                   f"{forced.p_value:>15.2g}{dt:>6.2f}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GateWarning)

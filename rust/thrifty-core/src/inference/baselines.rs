@@ -179,7 +179,7 @@ pub fn cv_permutation(
     let f = folds(data.n, n_folds, seed)?;
     for fold in 0..n_folds {
         let n_tr = f.iter().filter(|&&v| v != fold).count();
-        if n_tr < spec.k + 2 {
+        if n_tr < spec.k.saturating_add(2) {
             return Err(ThriftyError::invalid("n_folds", "too many folds for this sample size and n_components"));
         }
     }

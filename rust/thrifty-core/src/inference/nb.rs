@@ -15,13 +15,13 @@ pub struct Split {
 
 /// Balanced split sizes: `n_train = min(max(⌊n/2⌋, k+2), n−3)`. Needs `n ≥ k + 5`.
 pub fn split_sizes(n: usize, k: usize) -> Result<(usize, usize)> {
-    if n < k + 5 {
+    if n < k.saturating_add(5) {
         return Err(ThriftyError::invalid(
             "X",
-            format!("{n} rows are too few for n_components={k}: need at least n_components + 5 = {}", k + 5),
+            format!("{n} rows are too few for n_components={k}: need at least n_components + 5 = {}", k.saturating_add(5)),
         ));
     }
-    let n_tr = (n / 2).max(k + 2).min(n - 3);
+    let n_tr = (n / 2).max(k.saturating_add(2)).min(n - 3);
     Ok((n_tr, n - n_tr))
 }
 
@@ -67,10 +67,10 @@ pub fn splits_from_train(n: usize, k: usize, trains: &[Vec<i64>]) -> Result<Vec<
         }
         let train: Vec<usize> = (0..n).filter(|&i| seen[i]).collect();
         let test: Vec<usize> = (0..n).filter(|&i| !seen[i]).collect();
-        if train.len() < k + 2 {
+        if train.len() < k.saturating_add(2) {
             return Err(ThriftyError::invalid(
                 "splits",
-                format!("split {j}: {} train rows are too few for n_components={k} (need {})", train.len(), k + 2),
+                format!("split {j}: {} train rows are too few for n_components={k} (need {})", train.len(), k.saturating_add(2)),
             ));
         }
         if test.len() < 3 {
