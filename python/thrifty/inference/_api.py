@@ -716,6 +716,8 @@ def varimax(
     True
     """
     lm = check_finite_matrix(loadings, "loadings", np.float64)
+    if lm.shape[1] > lm.shape[0]:
+        raise ValueError(f"loadings has more columns ({lm.shape[1]}) than rows ({lm.shape[0]}); the rotation is not identified")
     if not isinstance(normalize, (bool, np.bool_)):
         raise TypeError(f"normalize must be a bool, got {type(normalize).__name__}")
     it = _check_int(max_iter, "max_iter", 1)

@@ -31,6 +31,12 @@ pub fn criterion(l: &[f64], p: usize, k: usize) -> f64 {
 pub fn varimax(l: &[f64], p: usize, k: usize, normalize: bool, max_iter: usize, tol: f64) -> Result<Varimax> {
     crate::error::ensure_matrix("loadings", l, p, k)?;
     crate::error::ensure_finite("loadings", l)?;
+    if k > p {
+        return Err(ThriftyError::shape(
+            "loadings",
+            format!("has more columns ({k}) than rows ({p}); the rotation is not identified"),
+        ));
+    }
     if max_iter == 0 {
         return Err(ThriftyError::invalid("max_iter", "must be at least 1"));
     }
