@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "inference"))
-from designs import DESIGNS, null_design  # noqa: E402
+from inference_designs import DESIGNS, null_design  # noqa: E402
 
 from thrifty.inference import GateWarning, subspace_test  # noqa: E402
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.cross_decomposition import PLSRegression
 
-from reference import heldout_r, nb_statistic
+from inference_reference import heldout_r, nb_statistic
 from thrifty import _core
 from thrifty.inference import PLSInference, subspace_test
 

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from designs import DESIGNS, null_design
+from inference_designs import DESIGNS, null_design
 from thrifty.inference import GateWarning, subspace_test
 
 ALPHA = 0.05
