@@ -196,7 +196,43 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
     let multi = if k > 1 { 1.0 } else { 0.0 };
     let cost_n = ntr * pf * (nte + multi * ntr) + b_est * (kf * ntr * (multi * ntr + nte));
     let cost_p = multi * ntr * pf * pf + b_est * (ntr * pf + multi * kf * pf * pf + nte * pf);
-    if cost_n <= cost_p {
+    if cost_n <= cost_p && k == 1 {
+        // no-refit route: prediction ∝ X̃_te X̃ᵀ(√w ⊙ y*) with a non-negative factor; centring and
+        // scaling of y* drop out because the train columns of X̃ are weighted-centred
+        let mut kte = Mat::<f64>::zeros(n_te, n_tr);
+        gemm(kte.as_mut(), xte, xtr.transpose());
+        let unit = prep.w_te.iter().all(|&w| w == 1.0);
+        for chunk in ys.chunks(BLOCK) {
+            let c = chunk.len();
+            let mut y0 = Mat::<f64>::zeros(n_tr, c);
+            let mut constant = vec![false; c];
+            for (b, y) in chunk.iter().enumerate() {
+                let col = y0.col_as_slice_mut(b);
+                let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+                for ((o, &i), &s) in col.iter_mut().zip(&prep.train).zip(&prep.sw_tr) {
+                    let v = y[i];
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                    *o = s * v;
+                }
+                constant[b] = !(hi > lo);
+            }
+            let mut pred = Mat::<f64>::zeros(n_te, c);
+            gemm(pred.as_mut(), kte.as_ref(), y0.as_ref());
+            let mut yte = vec![0.0; n_te];
+            for b in 0..c {
+                if constant[b] {
+                    out.push(0.0);
+                    continue;
+                }
+                for (o, &i) in yte.iter_mut().zip(&prep.test) {
+                    *o = chunk[b][i];
+                }
+                let pc = pred.col_as_slice(b);
+                out.push(if unit { corr(pc, &yte) } else { wcorr(pc, &yte, &prep.w_te) });
+            }
+        }
+    } else if cost_n <= cost_p {
         let mut kte = Mat::<f64>::zeros(n_te, n_tr);
         gemm(kte.as_mut(), xte, xtr.transpose());
         let mut ktr = Mat::<f64>::zeros(0, 0);
@@ -344,6 +380,26 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
         }
     }
     out
+}
+
+/// Unweighted Pearson r with the same degenerate-case rule as [`wcorr`] (two passes, no weights).
+fn corr(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len() as f64;
+    let ma = a.iter().sum::<f64>() / n;
+    let mb = b.iter().sum::<f64>() / n;
+    let (mut sab, mut saa, mut sbb, mut raa, mut rbb) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for (&x, &y) in a.iter().zip(b) {
+        let (da, db) = (x - ma, y - mb);
+        sab += da * db;
+        saa += da * da;
+        sbb += db * db;
+        raa += x * x;
+        rbb += y * y;
+    }
+    if !(saa > 1e-15 * raa) || !(sbb > 1e-15 * rbb) || saa == 0.0 || sbb == 0.0 {
+        return 0.0;
+    }
+    (sab / (saa.sqrt() * sbb.sqrt())).clamp(-1.0, 1.0)
 }
 
 /// Cholesky solve of a small SPD system; `None` if not numerically positive definite.
