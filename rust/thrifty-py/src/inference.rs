@@ -233,7 +233,7 @@ fn inference_gate<'py>(
         Some(w) => Some(slice1(w, "sample_weight")?),
         None => None,
     };
-    // the gate does not look at y; a placeholder non-constant response satisfies Data's checks
+    // the gate does not look at y; Data's checks need some non-constant response, so pass 0..n
     let dummy: Vec<f64> = (0..n).map(|i| i as f64).collect();
     let g = py.detach(|| -> thrifty_core::Result<nb::Gate> {
         if n < 2 {
