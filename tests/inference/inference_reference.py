@@ -78,3 +78,21 @@ def nb_statistic(r, n_train, n_test, level=0.95):
     nte = np.mean(n_test)
     rho = np.clip(1 - sz**2 * (nte - 3), 0, 1)
     return dict(statistic=np.tanh(zbar), t=t, df=df, p=p, ci=ci, rho_hat=rho, z_mean=zbar, se=se)
+
+
+def heldout_r_pls2(X, Y, train, k):
+    """PLS2 held-out r via scikit-learn's PLSRegression (unweighted): pooled Pearson r between predicted
+    and observed test responses in train-standardised (population SD) units."""
+    import warnings
+
+    from sklearn.cross_decomposition import PLSRegression
+
+    n = X.shape[0]
+    test = np.setdiff1d(np.arange(n), train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sk = PLSRegression(n_components=k, tol=1e-300, max_iter=20000).fit(X[train], Y[train])
+    m, sd = Y[train].mean(axis=0), Y[train].std(axis=0)
+    pred = (sk.predict(X[test]) - m) / sd
+    obs = (Y[test] - m) / sd
+    return float(np.corrcoef(pred.ravel(), obs.ravel())[0, 1])

@@ -1,7 +1,7 @@
 """Supervised-subspace inference: does a supervised subspace of X predict y?
 
-Held-out OLS refits of a supervised subspace (PLS1, supervised PCA, a ridge probe, a fixed basis, any
-callable or scikit-learn transformer), scored by the held-out Pearson r over balanced random splits,
+Held-out OLS refits of a supervised subspace (PLS1, PLS2 for a multi-column y, supervised PCA, a ridge
+probe, a fixed basis, any callable or scikit-learn transformer), scored by the held-out Pearson r over balanced random splits,
 with the Nadeau–Bengio corrected t-test on Fisher-z (default) or its permutation twin, a pre-run gate,
 built-in baselines, the per-component fixed-sequence test and varimax rotation.
 

@@ -66,25 +66,38 @@ def _check_float(value: Any, name: str, low: float, high: float, *, open_low: bo
     return v
 
 
-def _check_xy(X: Any, y: Any, sample_weight: Any) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+def _check_xy(
+    X: Any, y: Any, sample_weight: Any, allow_multi: bool = False
+) -> tuple[FloatArray, FloatArray, FloatArray | None]:
     x = check_finite_matrix(X, "X", np.float64, min_rows=1)
     yv = np.asarray(y)
     if yv.ndim == 2 and yv.shape[1] == 1:
         yv = yv[:, 0]
+    if yv.ndim == 2 and yv.shape[1] > 1 and allow_multi:
+        ym = check_finite_matrix(yv, "y", np.float64, min_rows=1)
+        if ym.shape[0] != x.shape[0]:
+            raise ValueError(f"X and y have different lengths: X has {x.shape[0]} rows, y has {ym.shape[0]}")
+        if np.all(np.ptp(ym, axis=0) == 0.0):
+            raise ValueError("every column of y is constant (zero variance); there is nothing to predict")
+        return x, ym, _check_weights(sample_weight, x.shape[0])
     yarr = check_finite_vector(yv, "y")
     if yarr.shape[0] != x.shape[0]:
         raise ValueError(f"X and y have different lengths: X has {x.shape[0]} rows, y has {yarr.shape[0]} values")
     if np.ptp(yarr) == 0.0:
         raise ValueError("y is constant (zero variance); there is nothing to predict")
-    w: FloatArray | None = None
-    if sample_weight is not None:
-        w = check_finite_vector(sample_weight, "sample_weight", length=x.shape[0])
-        if (w < 0).any():
-            raise ValueError("sample_weight must be non-negative")
-        if not w.sum() > 0:
-            raise ValueError("sample_weight must have a positive sum")
     # copies are never modified; C-contiguous float64 copies made above only when needed
-    return x, yarr, w
+    return x, yarr, _check_weights(sample_weight, x.shape[0])
+
+
+def _check_weights(sample_weight: Any, n: int) -> FloatArray | None:
+    if sample_weight is None:
+        return None
+    w = check_finite_vector(sample_weight, "sample_weight", length=n)
+    if (w < 0).any():
+        raise ValueError("sample_weight must be non-negative")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight must have a positive sum")
+    return w
 
 
 def _warn_constant_columns(x: FloatArray) -> None:
@@ -310,6 +323,33 @@ def _nb_permutation_null(
     return out
 
 
+def _pls2_permutation_null(
+    x: FloatArray,
+    y: FloatArray,
+    w: FloatArray | None,
+    k: int,
+    trains: list[IntArray],
+    seed: int,
+    n_perm: int,
+    n_jobs: int | None,
+    progress: bool | None,
+) -> FloatArray:
+    """Mean Fisher z of PLS2 refits with the rows of Y permuted (permutation b as the core draws it)."""
+    bar = _progress_bar(progress, n_perm, "NB-permutation (PLS2)", heavy=n_perm * len(trains) * x.shape[1] > 5e6)
+    out = np.empty(n_perm)
+    try:
+        for b in range(n_perm):
+            perm = _core.inference_permutation(x.shape[0], seed, b)
+            rs = _core.inference_pls2_split_correlations(x, np.ascontiguousarray(y[perm]), w, k, trains, n_jobs)
+            out[b] = _core.inference_mean_z(np.ascontiguousarray(rs, dtype=np.float64))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 
 
@@ -348,8 +388,11 @@ def subspace_test(
     ----------
     X : array-like of shape (n_samples, n_features)
         Real-valued predictors (float64 internally; never modified). NaN/inf are rejected.
-    y : array-like of shape (n_samples,)
-        Real-valued response (not constant).
+    y : array-like of shape (n_samples,) or (n_samples, m)
+        Real-valued response (not constant). With m > 1 columns the learner is PLS2 (``learner="pls"``
+        only): the directions are fitted to all columns, every column is refitted on the k train
+        scores, and a split's r is the Pearson r between predicted and observed test responses in
+        train-standardised units, pooled over the columns. Constant columns drop out.
     n_components : int, default=1
         Number of directions k (``1 <= k``; at most ``n_features``; ``n_samples >= k + 5``).
     learner : {"pls", "spca", "ridge"}, array of shape (n_features, k), callable or transformer, default="pls"
@@ -425,9 +468,17 @@ def subspace_test(
     >>> res.p_value < 1e-6
     True
     """
-    x, yv, w = _check_xy(X, y, sample_weight)
+    x, yv, w = _check_xy(X, y, sample_weight, allow_multi=True)
     n, p = x.shape
     k = _check_int(n_components, "n_components", 1)
+    multi = yv.ndim == 2
+    if multi:
+        if not (isinstance(learner, str) and learner == "pls"):
+            raise ValueError("a multi-column y (PLS2) needs learner='pls'")
+        if method not in ("auto", "nb", "nb-permutation"):
+            raise ValueError(f"a multi-column y (PLS2) supports method 'auto', 'nb' or 'nb-permutation', got {method!r}")
+        if rotate is not None:
+            raise ValueError("rotate is not supported with a multi-column y (PLS2); the test is rotation invariant anyway")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if rotate not in (None, "varimax"):
@@ -474,15 +525,22 @@ def subspace_test(
         n_tr = np.array([t.size for t in trains], dtype=float)
         n_te = n - n_tr
         ratio = float(np.mean(n_te / n_tr))
-        rs = np.asarray(_split_rs(x, yv, w, lr, trains, rot, alpha_ridge, nfeat, jobs), dtype=np.float64)
-        nb = _core.inference_nb_test(rs, ratio, None if w is not None else float(np.mean(n_te)), level)
+        if multi:
+            rs = np.asarray(_core.inference_pls2_split_correlations(x, yv, w, k, trains, jobs), dtype=np.float64)
+        else:
+            rs = np.asarray(_split_rs(x, yv, w, lr, trains, rot, alpha_ridge, nfeat, jobs), dtype=np.float64)
+        # rho_hat's Fisher null variance 1/(n_test - 3) holds for a single unweighted response only
+        nb = _core.inference_nb_test(rs, ratio, None if (w is not None or multi) else float(np.mean(n_te)), level)
         null = None
         p_value = float(nb["p_value"])
         t_stat, df = float(nb["t"]), float(nb["df"])
         B = 0
         if method == "nb-permutation":
             B = _check_int(n_perm, "n_perm", 1)
-            null = _nb_permutation_null(x, yv, w, lr, trains, seed, B, rot, alpha_ridge, nfeat, jobs, progress)
+            if multi:
+                null = _pls2_permutation_null(x, yv, w, k, trains, seed, B, jobs, progress)
+            else:
+                null = _nb_permutation_null(x, yv, w, lr, trains, seed, B, rot, alpha_ridge, nfeat, jobs, progress)
             zobs = float(nb["z_mean"])
             exceed = np.count_nonzero(~np.isfinite(null) | (null >= zobs))
             p_value = (1.0 + exceed) / (B + 1.0)
@@ -502,7 +560,7 @@ def subspace_test(
             ci=(float(nb["ci_low"]), float(nb["ci_high"])),
             confidence_level=level,
             n_components=k,
-            learner=lr.kind,
+            learner="pls2" if multi else lr.kind,
             n_splits=len(trains),
             n_perm=B,
             n_train=float(n_tr.mean()),

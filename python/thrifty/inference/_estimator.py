@@ -39,11 +39,11 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Coefficients in original units.
-    intercept_ : float
+    coef_ : ndarray of shape (n_features,) or (n_features, n_targets)
+        Coefficients in original units (PLS1 for a 1-D y, PLS2 for a multi-column y).
+    intercept_ : float or ndarray of shape (n_targets,)
     x_weights_, x_loadings_, x_rotations_ : ndarray of shape (n_features, n_components)
-    y_loadings_ : ndarray of shape (n_components,)
+    y_loadings_ : ndarray of shape (n_components,) or (n_targets, n_components)
     x_mean_, x_std_ : ndarray of shape (n_features,)
         Standardisation moments (population SD; 0 marks a constant column, which drops out).
     test_ : SubspaceTestResult or None
@@ -90,7 +90,7 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
         sample_weight : array-like of shape (n_samples,), optional
 
         Returns
@@ -102,8 +102,11 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
         ValueError
             Invalid input (NaN/inf, constant y, too few samples for ``n_components``...).
         """
-        x, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=True, order="C")
+        x, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=True, order="C", multi_output=True)
         yv = np.ascontiguousarray(yv, dtype=np.float64)
+        if yv.ndim == 2 and yv.shape[1] == 1:
+            yv = np.ascontiguousarray(yv[:, 0])
+        multi = yv.ndim == 2
         if isinstance(self.n_components, (bool, np.bool_)) or not isinstance(self.n_components, (int, np.integer)):
             raise TypeError(f"n_components must be an int, got {type(self.n_components).__name__}")
         k = int(self.n_components)
@@ -112,7 +115,7 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
             raise ValueError(f"PLSInference needs at least 2 samples, got n_samples = {n}")
         if k < 1 or k > min(p, n - 1):
             raise ValueError(f"n_components must be in [1, min(n_samples - 1, n_features)] = [1, {min(p, n - 1)}], got {k}")
-        if np.ptp(yv) == 0.0:
+        if np.all(np.ptp(yv, axis=0) == 0.0):
             raise ValueError("y is constant (zero variance); there is nothing to predict")
         w = None
         if sample_weight is not None:
@@ -123,9 +126,13 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
                 raise ValueError("sample_weight must be finite and non-negative")
             if not w.sum() > 0:
                 raise ValueError("sample_weight: all weights are zero; at least one weight must be non-zero")
-        fit = _core.inference_pls_fit(x, yv, w, k)
+        if multi:
+            fit = _core.inference_pls2_fit(x, yv, w, k)
+            self.intercept_: float | npt.NDArray[np.float64] = np.asarray(fit["intercept"])
+        else:
+            fit = _core.inference_pls_fit(x, yv, w, k)
+            self.intercept_ = float(fit["intercept"])
         self.coef_ = np.asarray(fit["coef"])
-        self.intercept_ = float(fit["intercept"])
         self.x_weights_ = np.asarray(fit["x_weights"])
         self.x_loadings_ = np.asarray(fit["x_loadings"])
         self.x_rotations_ = np.asarray(fit["x_rotations"])
@@ -142,7 +149,7 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
         return self
 
     def predict(self, X: npt.ArrayLike) -> npt.NDArray[np.float64]:
-        """Predict y, shape (n_samples,)."""
+        """Predict y, shape (n_samples,) or (n_samples, n_targets)."""
         check_is_fitted(self)
         x = validate_data(self, X, dtype=np.float64, reset=False)
         return np.asarray(x @ self.coef_ + self.intercept_, dtype=np.float64)
@@ -157,4 +164,5 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.target_tags.multi_output = True
         return tags

@@ -396,6 +396,78 @@ fn inference_varimax<'py>(
     Ok((mat(py, v.rotated, p, k)?, mat(py, v.rotation, k, k)?, v.criterion, v.n_iter))
 }
 
+/// PLS2 held-out r per split for a multi-column response `y` (n×m).
+#[pyfunction]
+#[pyo3(signature = (x, y, sample_weight, n_components, train, n_jobs=None))]
+fn inference_pls2_split_correlations<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray2<'py, f64>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    n_components: usize,
+    train: Vec<PyReadonlyArray1<'py, i64>>,
+    n_jobs: Option<usize>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let (xs, n, p) = slice2(&x, "X")?;
+    let (ys, ny, m) = slice2(&y, "Y")?;
+    let ws = match &sample_weight {
+        Some(w) => Some(slice1(w, "sample_weight")?),
+        None => None,
+    };
+    let trains = train_lists(train)?;
+    // Data's own response is not used by PLS2; 0..n satisfies its checks
+    let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let r = py.detach(|| -> thrifty_core::Result<Vec<f64>> {
+        if ny != n {
+            return Err(ThriftyError::shape("Y", format!("has {ny} rows, but X has {n}")));
+        }
+        let data = Data::new(xs, n, p, &index, ws)?;
+        let splits = nb::splits_from_train(n, n_components, &trains)?;
+        with_threads(n_jobs, || thrifty_core::inference::pls2::pls2_split_correlations(&data, ys, m, n_components, &splits))?
+    });
+    Ok(PyArray1::from_vec(py, r.py()?))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, y, sample_weight, n_components))]
+fn inference_pls2_fit<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray2<'py, f64>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    n_components: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (xs, n, p) = slice2(&x, "X")?;
+    let (ys, ny, m) = slice2(&y, "Y")?;
+    let ws = match &sample_weight {
+        Some(w) => Some(slice1(w, "sample_weight")?),
+        None => None,
+    };
+    let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let fit = py.detach(|| -> thrifty_core::Result<thrifty_core::inference::pls2::Pls2Fit> {
+        if ny != n {
+            return Err(ThriftyError::shape("Y", format!("has {ny} rows, but X has {n}")));
+        }
+        if n < 2 {
+            return Err(ThriftyError::shape("X", "needs at least 2 rows"));
+        }
+        let data = Data::new(xs, n, p, &index, ws)?;
+        thrifty_core::inference::pls2::pls2_fit(&data, ys, m, n_components)
+    });
+    let f = fit.py()?;
+    let k = n_components;
+    let d = PyDict::new(py);
+    d.set_item("coef", mat(py, f.coef, p, m)?)?;
+    d.set_item("intercept", PyArray1::from_vec(py, f.intercept))?;
+    d.set_item("x_weights", mat(py, f.x_weights, p, k)?)?;
+    d.set_item("x_loadings", mat(py, f.x_loadings, p, k)?)?;
+    d.set_item("x_rotations", mat(py, f.x_rotations, p, k)?)?;
+    d.set_item("y_loadings", mat(py, f.y_loadings, m, k)?)?;
+    d.set_item("x_mean", PyArray1::from_vec(py, f.x_mean))?;
+    d.set_item("x_std", PyArray1::from_vec(py, f.x_std))?;
+    Ok(d)
+}
+
 /// One-sided Student-t survival function and the normal quantile used by the tests (exposed for checks).
 #[pyfunction]
 fn inference_t_sf(t: f64, df: f64) -> f64 {
@@ -420,6 +492,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inference_cv_permutation, m)?)?;
     m.add_function(wrap_pyfunction!(inference_jackknife, m)?)?;
     m.add_function(wrap_pyfunction!(inference_varimax, m)?)?;
+    m.add_function(wrap_pyfunction!(inference_pls2_split_correlations, m)?)?;
+    m.add_function(wrap_pyfunction!(inference_pls2_fit, m)?)?;
     m.add_function(wrap_pyfunction!(inference_t_sf, m)?)?;
     m.add_function(wrap_pyfunction!(inference_norm_ppf, m)?)?;
     Ok(())

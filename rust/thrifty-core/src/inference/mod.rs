@@ -10,6 +10,7 @@ pub mod baselines;
 pub mod fit;
 pub mod nb;
 pub mod perm;
+pub mod pls2;
 pub mod special;
 pub mod varimax;
 
