@@ -43,7 +43,7 @@ class GateDecision:
     rerouted: bool = False
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class SubspaceTestResult:
     """Outcome of :func:`thrifty.inference.subspace_test`.
 
@@ -145,7 +145,7 @@ class SubspaceTestResult:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class ComponentTestsResult:
     """Outcome of :func:`thrifty.inference.component_tests` (fixed-sequence test over extraction order).
 
@@ -179,7 +179,7 @@ class ComponentTestsResult:
         )
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class VarimaxResult:
     """Outcome of :func:`thrifty.inference.varimax`.
 
