@@ -59,10 +59,10 @@ pub fn pls_fit(data: &Data<'_>, k: usize) -> Result<PlsFit> {
         ));
     }
     let all: Vec<usize> = (0..data.n).collect();
-    let prep = prepare(data, &all, &[], true);
+    let mut prep = prepare(data, &all, &[], true);
     let ytr = train_response(&prep, data.y).ok_or_else(|| ThriftyError::invalid("y", "is constant"))?;
     let (y_mean, y_std) = y_moments(&prep, data.y);
-    let mut x = prep.xs_tr.clone();
+    let mut x = std::mem::take(&mut prep.xs_tr); // NIPALS deflates in place; the copy is not needed again
     let mut y = ytr;
     let fit = nipals(&mut x, &mut y, data.n, p, k, true)?;
     let rot = fit.rotations();
@@ -91,11 +91,19 @@ pub fn pls_fit(data: &Data<'_>, k: usize) -> Result<PlsFit> {
 pub fn deflate(data: &Data<'_>, h: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let (n, p) = (data.n, data.p);
     let all: Vec<usize> = (0..n).collect();
-    let prep = prepare(data, &all, &[], true);
+    let mut prep = prepare(data, &all, &[], true);
     let mut y = train_response(&prep, data.y).ok_or_else(|| ThriftyError::invalid("y", "is constant"))?;
-    let mut x = prep.xs_tr.clone();
+    let mut x = std::mem::take(&mut prep.xs_tr);
     if h > 0 {
-        nipals(&mut x, &mut y, n, p, h, true)?;
+        let fit = nipals(&mut x, &mut y, n, p, h, true)?;
+        // nipals leaves the last deflation out; apply it here
+        let (t, pl, q) = (&fit.t[h - 1], &fit.p[h - 1], fit.q[h - 1]);
+        for i in 0..n {
+            for (xv, pv) in x[i * p..(i + 1) * p].iter_mut().zip(pl) {
+                *xv -= t[i] * pv;
+            }
+            y[i] -= q * t[i];
+        }
     }
     for i in 0..n {
         let s = prep.sw_tr[i];

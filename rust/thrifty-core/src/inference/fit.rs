@@ -516,7 +516,8 @@ pub struct Nipals {
 
 /// PLS1 NIPALS on row-major `x` (n×p, deflated in place) and `y` (deflated in place).
 ///
-/// With `full = false` the last component's loading and deflation are skipped (they do not affect the
+/// The last deflation is always skipped (nothing uses it), so X and y hold the residuals after k − 1
+/// components. With `full = false` the last loading is skipped too (it does not affect the
 /// coefficients); its `p` entry is then empty.
 pub fn nipals(x: &mut [f64], y: &mut [f64], n: usize, p: usize, k: usize, full: bool) -> Result<Nipals> {
     let xnorm = dot(x, x).sqrt();
@@ -542,6 +543,16 @@ pub fn nipals(x: &mut [f64], y: &mut [f64], n: usize, p: usize, k: usize, full: 
             return Err(ThriftyError::numerical("PLS", "zero score vector"));
         }
         let q = dot(y, &t) / tt;
+        if a + 1 == k && full {
+            // the last loading is reported, but the last deflation is never used: skip it
+            let mut pl = xt_v(x, n, p, &t);
+            pl.iter_mut().for_each(|v| *v /= tt);
+            out.w.push(w);
+            out.p.push(pl);
+            out.q.push(q);
+            out.t.push(t);
+            break;
+        }
         if a + 1 == k && !full {
             // the last loading never enters R = W(PᵀW)⁻¹ (PᵀW is unit upper triangular), so skip it
             // and the last deflation

@@ -198,7 +198,7 @@ pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fi
         ));
     }
     let all: Vec<usize> = (0..n).collect();
-    let prep = prepare(data, &all, &[], true);
+    let mut prep = prepare(data, &all, &[], true);
     let w: Vec<f64> = prep.sw_tr.iter().map(|v| v * v).collect();
     let (ymean, ysd) = standardise_y(y, m, &all, &w).ok_or_else(|| ThriftyError::invalid("Y", "every column is constant"))?;
     let mut yt = vec![0.0; n * m];
@@ -207,7 +207,7 @@ pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fi
             yt[i * m + c] = prep.sw_tr[i] * (y[i * m + c] - ymean[c]) / ysd[c];
         }
     }
-    let mut x = prep.xs_tr.clone();
+    let mut x = std::mem::take(&mut prep.xs_tr); // deflated in place; not needed again
     let (ws, ps, cs, _) = nipals2(&mut x, &mut yt, n, p, m, k)?;
     let (coef_std, rot) = coef2(&ws, &ps, &cs, p, m)?;
     let mut coef = vec![0.0; p * m];
