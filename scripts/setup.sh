@@ -19,8 +19,16 @@ want="$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q "maturin>=1.5,<2" numpy scipy scikit-learn tqdm threadpoolctl \
-      pytest hypothesis mypy matplotlib
+      pytest hypothesis mypy matplotlib rdata
   echo "$want" > "$stamp"
+fi
+# Real-data tests of thrifty.inference read Tecator (r-cran-caret) and gasoline (r-cran-pls) from the
+# Debian packages' R data files (parsed without R). Install them when missing and apt-get is usable.
+if [ ! -f /usr/lib/R/site-library/caret/data/tecator.RData ] || [ ! -f /usr/lib/R/site-library/pls/data/Rdata.rdb ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq r-cran-caret r-cran-pls) >/dev/null 2>&1 \
+      || echo "setup: could not install r-cran-caret/r-cran-pls; real-data tests will be skipped" >&2
+  fi
 fi
 # Build the extension in place (maturin develop installs the package in editable mode into .venv).
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^💻\|^🛠\|^✏" || true

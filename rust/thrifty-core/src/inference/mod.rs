@@ -1,1 +1,22 @@
-//! (filled in by the inference capability)
+//! Supervised-subspace inference: held-out OLS refits of a supervised subspace (PLS1, supervised PCA,
+//! ridge probe, fixed or per-split bases) scored by the held-out Pearson r, with the Nadeau–Bengio
+//! corrected t-test on Fisher-z (`nb`), its permutation twin with splits held fixed (`perm`), the
+//! pre-run gate, built-in baselines (`baselines`) and varimax rotation (`varimax`).
+//!
+//! Formulas: `shared/reference/pls.md`. Every random choice comes from `rng::stream(seed, task)`
+//! (split j: task j; permutation b: task `perm::PERM_STREAM + b`; folds: `baselines::FOLD_STREAM`),
+//! and parallel work is combined in a fixed order, so results do not depend on the thread count.
+pub mod baselines;
+pub mod fit;
+pub mod nb;
+pub mod perm;
+pub mod pls2;
+pub mod special;
+pub mod varimax;
+
+#[cfg(test)]
+mod tests;
+
+pub use fit::{Data, Learner, Rotation, Spec};
+pub use nb::{draw_splits, gate, nb_test, split_correlations, splits_from_train, Gate, NbResult, Split};
+pub use perm::{nb_permutation_null, permutation_p, Route};

@@ -1,0 +1,471 @@
+//! NB-permutation: the J splits are drawn once and held fixed; permutation b of y (drawn from
+//! `rng::stream(seed, PERM_STREAM + b)`) gives z̄*_b, the mean Fisher-z over the same splits, and
+//! p = (1 + #{z̄* ≥ z̄})/(B + 1) (a non-finite z̄* counts as an exceedance).
+//!
+//! Routes (all give the refit's r up to rounding; `Route::Refit` forces the refit for checking):
+//! - fixed bases: the scores do not depend on y, so each permutation is one k-column OLS;
+//! - PLS: the PLS1 score space is K̃·Krylov_k(K̃, ỹ) with K̃ = X̃X̃ᵀ, so each split needs only
+//!   Gram blocks — n-space (X̃_te X̃ᵀ and K̃) when p ≥ n_tr, p-space (X̃ᵀX̃) when n_tr > p — and all
+//!   permutations of a block become matrix products. At k = 1 no K̃ is needed: the held-out
+//!   prediction is the fixed linear map X̃_te X̃ᵀ applied to ỹ (the no-refit route);
+//! - ridge: the prediction X̃_te X̃ᵀ(K̃ + αI)⁻¹ỹ is a fixed linear map of ỹ;
+//! - supervised PCA: screening depends on y, so every permutation refits.
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Mat, MatRef, Par};
+use rayon::prelude::*;
+
+use crate::error::{Result, ThriftyError};
+use crate::inference::fit::{dot, ols, prepare, split_r, train_response, wcorr, Data, Learner, Prepared, Spec};
+use crate::inference::nb::{fisher_z, Split};
+use crate::rng;
+
+/// Stream offset of permutation streams (split streams use 0..J).
+pub const PERM_STREAM: u64 = 1 << 40;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Auto,
+    Refit,
+}
+
+/// Permutation `b` of 0..n (Fisher–Yates on its own stream).
+pub fn permutation(n: usize, seed: u64, b: u64) -> Vec<usize> {
+    let mut r = rng::stream(seed, PERM_STREAM + b);
+    let mut idx: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = rng::below(&mut r, i + 1);
+        idx.swap(i, j);
+    }
+    idx
+}
+
+/// p = (1 + #{null ≥ observed or null non-finite}) / (B + 1).
+pub fn permutation_p(observed: f64, null: &[f64]) -> f64 {
+    let c = null.iter().filter(|&&v| !v.is_finite() || v >= observed).count();
+    (1.0 + c as f64) / (null.len() as f64 + 1.0)
+}
+
+const BLOCK: usize = 512;
+
+/// z̄* for permutations `start .. start + count`.
+pub fn nb_permutation_null(
+    data: &Data<'_>,
+    spec: &Spec,
+    splits: &[Split],
+    seed: u64,
+    start: u64,
+    count: usize,
+    route: Route,
+) -> Result<Vec<f64>> {
+    spec.validate(data.p, splits.len())?;
+    if splits.len() < 2 {
+        return Err(ThriftyError::invalid("splits", "need at least 2 splits"));
+    }
+    let n = data.n;
+    let perms: Vec<Vec<usize>> = (0..count).map(|b| permutation(n, seed, start + b as u64)).collect();
+    let ys: Vec<Vec<f64>> = perms.iter().map(|pi| pi.iter().map(|&i| data.y[i]).collect()).collect();
+    let standardize = spec.learner.standardizes();
+    let per_split: Vec<Vec<f64>> = splits
+        .par_iter()
+        .enumerate()
+        .map(|(j, s)| {
+            let prep = prepare(data, &s.train, &s.test, standardize);
+            split_null_r(spec, &prep, &ys, j, route)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let jn = splits.len() as f64;
+    Ok((0..count)
+        .map(|b| per_split.iter().map(|rs| fisher_z(rs[b])).sum::<f64>() / jn)
+        .collect())
+}
+
+/// r of one split for each permuted response in `ys` (NaN where a refit is rank deficient).
+pub fn split_null_r(spec: &Spec, prep: &Prepared, ys: &[Vec<f64>], split: usize, route: Route) -> Result<Vec<f64>> {
+    let refit_all = || -> Result<Vec<f64>> {
+        ys.iter()
+            .map(|y| match split_r(spec, prep, y, split) {
+                Ok(r) => Ok(r),
+                Err(ThriftyError::InvalidArgument { arg: "n_components", .. }) => Ok(f64::NAN),
+                Err(e) => Err(e),
+            })
+            .collect()
+    };
+    if route == Route::Refit {
+        return refit_all();
+    }
+    match &spec.learner {
+        Learner::Spca { .. } => refit_all(),
+        Learner::Basis { .. } | Learner::SplitBases { .. } => fixed_basis_null(spec, prep, ys, split),
+        Learner::Pls => Ok(pls_gram_null(prep, ys, spec.k)),
+        Learner::Ridge { alpha } => ridge_null(prep, ys, *alpha),
+    }
+}
+
+fn test_response(prep: &Prepared, y: &[f64]) -> Vec<f64> {
+    prep.test.iter().map(|&i| y[i]).collect()
+}
+
+fn fixed_basis_null(spec: &Spec, prep: &Prepared, ys: &[Vec<f64>], split: usize) -> Result<Vec<f64>> {
+    let (p, k) = (prep.p, spec.k);
+    let basis = match &spec.learner {
+        Learner::Basis { basis } => basis,
+        Learner::SplitBases { bases } => &bases[split],
+        _ => unreachable!("fixed_basis_null is only called for fixed bases"),
+    };
+    let cols = crate::inference::fit::columns(basis, p, k);
+    let s_tr: Vec<Vec<f64>> = cols.iter().map(|b| crate::inference::fit::x_v(&prep.xs_tr, prep.n_tr, p, b)).collect();
+    let s_te: Vec<Vec<f64>> = cols.iter().map(|b| crate::inference::fit::x_v(&prep.xs_te, prep.n_te, p, b)).collect();
+    Ok(ys
+        .iter()
+        .map(|y| {
+            let ytr = match train_response(prep, y) {
+                Some(v) => v,
+                None => return 0.0,
+            };
+            match ols(&s_tr, &ytr) {
+                None => f64::NAN,
+                Some(beta) => {
+                    let pred: Vec<f64> = (0..prep.n_te).map(|i| (0..k).map(|a| beta[a] * s_te[a][i]).sum()).collect();
+                    wcorr(&pred, &test_response(prep, y), &prep.w_te)
+                }
+            }
+        })
+        .collect())
+}
+
+fn gemm(dst: faer::MatMut<'_, f64>, a: MatRef<'_, f64>, b: MatRef<'_, f64>) {
+    matmul(dst, Accum::Replace, a, b, 1.0, Par::Seq);
+}
+
+/// ỹ columns (n_tr × c) for a block of permuted responses; `ok[b]` is false where y is constant on train.
+fn response_block(prep: &Prepared, ys: &[Vec<f64>]) -> (Mat<f64>, Vec<bool>) {
+    let mut m = Mat::<f64>::zeros(prep.n_tr, ys.len());
+    let mut ok = vec![true; ys.len()];
+    for (b, y) in ys.iter().enumerate() {
+        match train_response(prep, y) {
+            Some(v) => {
+                for (i, val) in v.into_iter().enumerate() {
+                    m[(i, b)] = val;
+                }
+            }
+            None => ok[b] = false,
+        }
+    }
+    (m, ok)
+}
+
+fn col(m: &Mat<f64>, b: usize) -> Vec<f64> {
+    (0..m.nrows()).map(|i| m[(i, b)]).collect()
+}
+
+/// Orthonormalise column b of `v` against the same column of every matrix in `prev` (twice, for
+/// stability); returns false when the column vanishes.
+fn orth_column(v: &mut Mat<f64>, prev: &[Mat<f64>], b: usize) -> bool {
+    let n = v.nrows();
+    let mut x = col(v, b);
+    let n0 = dot(&x, &x).sqrt();
+    for _ in 0..2 {
+        for pm in prev {
+            let q = col(pm, b);
+            let c = dot(&q, &x);
+            for i in 0..n {
+                x[i] -= c * q[i];
+            }
+        }
+    }
+    let nrm = dot(&x, &x).sqrt();
+    if !(nrm > 1e-10 * n0) || nrm == 0.0 {
+        return false;
+    }
+    for i in 0..n {
+        v[(i, b)] = x[i] / nrm;
+    }
+    true
+}
+
+/// PLS null r via Gram blocks (see the module docs).
+fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
+    let (n_tr, n_te, p) = (prep.n_tr, prep.n_te, prep.p);
+    let xtr = MatRef::from_row_major_slice(&prep.xs_tr, n_tr, p);
+    let xte = MatRef::from_row_major_slice(&prep.xs_te, n_te, p);
+    let mut out = Vec::with_capacity(ys.len());
+    // choose the space: n-space costs ~ n_tr·p·(n_te + [k>1]·n_tr) once + B·k·n_tr·(n_tr + n_te);
+    // p-space costs ~ [k>1]·n_tr·p² once + B·(n_tr·p + k·p² + n_te·p)
+    let b_est = ys.len() as f64;
+    let (ntr, nte, pf, kf) = (n_tr as f64, n_te as f64, p as f64, k as f64);
+    let multi = if k > 1 { 1.0 } else { 0.0 };
+    let cost_n = ntr * pf * (nte + multi * ntr) + b_est * (kf * ntr * (multi * ntr + nte));
+    let cost_p = multi * ntr * pf * pf + b_est * (ntr * pf + multi * kf * pf * pf + nte * pf);
+    if cost_n <= cost_p && k == 1 {
+        // no-refit route: prediction ∝ X̃_te X̃ᵀ(√w ⊙ y*) with a non-negative factor; centring and
+        // scaling of y* drop out because the train columns of X̃ are weighted-centred
+        let mut kte = Mat::<f64>::zeros(n_te, n_tr);
+        gemm(kte.as_mut(), xte, xtr.transpose());
+        let unit = prep.w_te.iter().all(|&w| w == 1.0);
+        for chunk in ys.chunks(BLOCK) {
+            let c = chunk.len();
+            let mut y0 = Mat::<f64>::zeros(n_tr, c);
+            let mut constant = vec![false; c];
+            for (b, y) in chunk.iter().enumerate() {
+                let col = y0.col_as_slice_mut(b);
+                let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+                for ((o, &i), &s) in col.iter_mut().zip(&prep.train).zip(&prep.sw_tr) {
+                    let v = y[i];
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                    *o = s * v;
+                }
+                constant[b] = !(hi > lo);
+            }
+            let mut pred = Mat::<f64>::zeros(n_te, c);
+            gemm(pred.as_mut(), kte.as_ref(), y0.as_ref());
+            let mut yte = vec![0.0; n_te];
+            for b in 0..c {
+                if constant[b] {
+                    out.push(0.0);
+                    continue;
+                }
+                for (o, &i) in yte.iter_mut().zip(&prep.test) {
+                    *o = chunk[b][i];
+                }
+                let pc = pred.col_as_slice(b);
+                out.push(if unit { corr(pc, &yte) } else { wcorr(pc, &yte, &prep.w_te) });
+            }
+        }
+    } else if cost_n <= cost_p {
+        let mut kte = Mat::<f64>::zeros(n_te, n_tr);
+        gemm(kte.as_mut(), xte, xtr.transpose());
+        let mut ktr = Mat::<f64>::zeros(0, 0);
+        if k > 1 {
+            ktr = Mat::<f64>::zeros(n_tr, n_tr);
+            gemm(ktr.as_mut(), xtr, xtr.transpose());
+        }
+        for chunk in ys.chunks(BLOCK) {
+            let (y0, ok) = response_block(prep, chunk);
+            let c = chunk.len();
+            let mut alive = ok.clone();
+            let mut vs: Vec<Mat<f64>> = Vec::with_capacity(k);
+            let mut s_tr: Vec<Mat<f64>> = Vec::with_capacity(k);
+            let mut s_te: Vec<Mat<f64>> = Vec::with_capacity(k);
+            let mut v = y0.clone();
+            for b in 0..c {
+                if alive[b] && !orth_column(&mut v, &[], b) {
+                    alive[b] = false;
+                }
+            }
+            for a in 0..k {
+                let mut ste = Mat::<f64>::zeros(n_te, c);
+                gemm(ste.as_mut(), kte.as_ref(), v.as_ref());
+                s_te.push(ste);
+                if k > 1 {
+                    let mut u = Mat::<f64>::zeros(n_tr, c);
+                    gemm(u.as_mut(), ktr.as_ref(), v.as_ref());
+                    vs.push(v);
+                    if a + 1 < k {
+                        let mut next = u.clone();
+                        for b in 0..c {
+                            if alive[b] && !orth_column(&mut next, &vs, b) {
+                                alive[b] = false;
+                            }
+                        }
+                        v = next;
+                    } else {
+                        v = Mat::<f64>::zeros(0, 0);
+                    }
+                    s_tr.push(u);
+                }
+            }
+            for b in 0..c {
+                let yte = test_response(prep, &chunk[b]);
+                if !ok[b] {
+                    out.push(0.0);
+                    continue;
+                }
+                if !alive[b] {
+                    out.push(f64::NAN);
+                    continue;
+                }
+                let pred: Vec<f64> = if k == 1 {
+                    col(&s_te[0], b)
+                } else {
+                    let st: Vec<Vec<f64>> = s_tr.iter().map(|m| col(m, b)).collect();
+                    match ols(&st, &col(&y0, b)) {
+                        None => {
+                            out.push(f64::NAN);
+                            continue;
+                        }
+                        Some(beta) => (0..n_te).map(|i| (0..k).map(|a| beta[a] * s_te[a][(i, b)]).sum()).collect(),
+                    }
+                };
+                out.push(wcorr(&pred, &yte, &prep.w_te));
+            }
+        }
+    } else {
+        let mut cmat = Mat::<f64>::zeros(0, 0);
+        if k > 1 {
+            cmat = Mat::<f64>::zeros(p, p);
+            gemm(cmat.as_mut(), xtr.transpose(), xtr);
+        }
+        for chunk in ys.chunks(BLOCK) {
+            let (y0, ok) = response_block(prep, chunk);
+            let c = chunk.len();
+            let mut g = Mat::<f64>::zeros(p, c);
+            gemm(g.as_mut(), xtr.transpose(), y0.as_ref());
+            let mut coefs = Mat::<f64>::zeros(p, c);
+            let mut alive = ok.clone();
+            if k == 1 {
+                coefs = g;
+            } else {
+                let mut ws: Vec<Mat<f64>> = Vec::with_capacity(k);
+                let mut cws: Vec<Mat<f64>> = Vec::with_capacity(k);
+                let mut w = g.clone();
+                for b in 0..c {
+                    if alive[b] && !orth_column(&mut w, &[], b) {
+                        alive[b] = false;
+                    }
+                }
+                for a in 0..k {
+                    let mut cw = Mat::<f64>::zeros(p, c);
+                    gemm(cw.as_mut(), cmat.as_ref(), w.as_ref());
+                    ws.push(w);
+                    if a + 1 < k {
+                        let mut next = cw.clone();
+                        for b in 0..c {
+                            if alive[b] && !orth_column(&mut next, &ws, b) {
+                                alive[b] = false;
+                            }
+                        }
+                        w = next;
+                    } else {
+                        w = Mat::<f64>::zeros(0, 0);
+                    }
+                    cws.push(cw);
+                }
+                for b in 0..c {
+                    if !alive[b] {
+                        continue;
+                    }
+                    // normal equations (WᵀCW) β = Wᵀg, solved by Cholesky (k×k, SPD)
+                    let wcol: Vec<Vec<f64>> = ws.iter().map(|m| col(m, b)).collect();
+                    let cwcol: Vec<Vec<f64>> = cws.iter().map(|m| col(m, b)).collect();
+                    let gb = col(&g, b);
+                    let mut a_m = vec![0.0; k * k];
+                    for i in 0..k {
+                        for j in 0..k {
+                            a_m[i * k + j] = 0.5 * (dot(&wcol[i], &cwcol[j]) + dot(&wcol[j], &cwcol[i]));
+                        }
+                    }
+                    let rhs: Vec<f64> = wcol.iter().map(|wc| dot(wc, &gb)).collect();
+                    match small_spd_solve(&a_m, &rhs, k) {
+                        None => alive[b] = false,
+                        Some(beta) => {
+                            for i in 0..p {
+                                coefs[(i, b)] = (0..k).map(|a| beta[a] * wcol[a][i]).sum();
+                            }
+                        }
+                    }
+                }
+            }
+            let mut pred = Mat::<f64>::zeros(n_te, c);
+            gemm(pred.as_mut(), xte, coefs.as_ref());
+            for b in 0..c {
+                if !ok[b] {
+                    out.push(0.0);
+                } else if !alive[b] {
+                    out.push(f64::NAN);
+                } else {
+                    out.push(wcorr(&col(&pred, b), &test_response(prep, &chunk[b]), &prep.w_te));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Unweighted Pearson r with the same degenerate-case rule as [`wcorr`] (two passes, no weights).
+fn corr(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len() as f64;
+    let ma = a.iter().sum::<f64>() / n;
+    let mb = b.iter().sum::<f64>() / n;
+    let (mut sab, mut saa, mut sbb, mut raa, mut rbb) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for (&x, &y) in a.iter().zip(b) {
+        let (da, db) = (x - ma, y - mb);
+        sab += da * db;
+        saa += da * da;
+        sbb += db * db;
+        raa += x * x;
+        rbb += y * y;
+    }
+    if !(saa > 1e-15 * raa) || !(sbb > 1e-15 * rbb) || saa == 0.0 || sbb == 0.0 {
+        return 0.0;
+    }
+    (sab / (saa.sqrt() * sbb.sqrt())).clamp(-1.0, 1.0)
+}
+
+/// Cholesky solve of a small SPD system; `None` if not numerically positive definite.
+fn small_spd_solve(a: &[f64], b: &[f64], k: usize) -> Option<Vec<f64>> {
+    let mut l = vec![0.0; k * k];
+    let scale = (0..k).map(|i| a[i * k + i]).fold(0.0f64, f64::max);
+    for i in 0..k {
+        for j in 0..=i {
+            let mut s = a[i * k + j];
+            for m in 0..j {
+                s -= l[i * k + m] * l[j * k + m];
+            }
+            if i == j {
+                if !(s > 1e-13 * scale) {
+                    return None;
+                }
+                l[i * k + i] = s.sqrt();
+            } else {
+                l[i * k + j] = s / l[j * k + j];
+            }
+        }
+    }
+    let mut z = vec![0.0; k];
+    for i in 0..k {
+        let mut s = b[i];
+        for m in 0..i {
+            s -= l[i * k + m] * z[m];
+        }
+        z[i] = s / l[i * k + i];
+    }
+    let mut x = vec![0.0; k];
+    for i in (0..k).rev() {
+        let mut s = z[i];
+        for m in i + 1..k {
+            s -= l[m * k + i] * x[m];
+        }
+        x[i] = s / l[i * k + i];
+    }
+    Some(x)
+}
+
+/// Ridge null r: the prediction X̃_te X̃ᵀ(K̃ + αI)⁻¹ỹ is a fixed linear map M of ỹ.
+fn ridge_null(prep: &Prepared, ys: &[Vec<f64>], alpha: f64) -> Result<Vec<f64>> {
+    use faer::prelude::Solve;
+    let (n_tr, n_te, p) = (prep.n_tr, prep.n_te, prep.p);
+    let xtr = MatRef::from_row_major_slice(&prep.xs_tr, n_tr, p);
+    let xte = MatRef::from_row_major_slice(&prep.xs_te, n_te, p);
+    let mut kmat = Mat::<f64>::zeros(n_tr, n_tr);
+    gemm(kmat.as_mut(), xtr, xtr.transpose());
+    for i in 0..n_tr {
+        kmat[(i, i)] += alpha;
+    }
+    let mut g = Mat::<f64>::zeros(n_tr, n_te);
+    gemm(g.as_mut(), xtr, xte.transpose());
+    let llt = kmat
+        .llt(faer::Side::Lower)
+        .map_err(|_| ThriftyError::numerical("ridge probe", "Cholesky factorisation failed"))?;
+    let z = llt.solve(g.as_ref()); // (K̃+αI)⁻¹ X̃ X̃_teᵀ  = Mᵀ
+    let mut out = Vec::with_capacity(ys.len());
+    for chunk in ys.chunks(BLOCK) {
+        let (y0, ok) = response_block(prep, chunk);
+        let mut pred = Mat::<f64>::zeros(n_te, chunk.len());
+        gemm(pred.as_mut(), z.transpose(), y0.as_ref());
+        for b in 0..chunk.len() {
+            out.push(if ok[b] { wcorr(&col(&pred, b), &test_response(prep, &chunk[b]), &prep.w_te) } else { 0.0 });
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,260 @@
+//! PLS2 for a multi-column response Y (n×m): NIPALS in scikit-learn's "regression" deflation mode,
+//! with each weight vector taken exactly as the dominant left singular vector of X_aᵀY_a (the fixed
+//! point of NIPALS' inner power iteration). The held-out statistic of a split is the Pearson r between
+//! the predicted and observed test responses, both in train-standardised units and pooled over columns
+//! (weights repeated per column).
+use crate::error::{Result, ThriftyError};
+use crate::inference::fit::{dot, is_constant, prepare, wcorr, x_v, xt_v, Data};
+
+/// Row-major n×m response and its train-standardised, √w-scaled train part.
+fn standardise_y(y: &[f64], m: usize, rows: &[usize], w: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
+    let sw: f64 = w.iter().sum();
+    let mut mean = vec![0.0; m];
+    let mut sd = vec![0.0; m];
+    for c in 0..m {
+        let mu = rows.iter().zip(w).map(|(&i, wi)| wi * y[i * m + c]).sum::<f64>() / sw;
+        let v = rows.iter().zip(w).map(|(&i, wi)| wi * (y[i * m + c] - mu).powi(2)).sum::<f64>() / sw;
+        mean[c] = mu;
+        sd[c] = v.sqrt();
+    }
+    if (0..m).all(|c| is_constant(mean[c], sd[c])) {
+        return None;
+    }
+    for c in 0..m {
+        if is_constant(mean[c], sd[c]) {
+            sd[c] = f64::INFINITY; // a constant response column drops out
+        }
+    }
+    Some((mean, sd))
+}
+
+/// PLS2 NIPALS fit on standardised, row-major `x` (n×p) and `y` (n×m), both deflated in place.
+/// Returns (W, P, C, T) with W, P as k columns of length p, C as k rows of length m.
+#[allow(clippy::type_complexity)]
+pub fn nipals2(
+    x: &mut [f64],
+    y: &mut [f64],
+    n: usize,
+    p: usize,
+    m: usize,
+    k: usize,
+) -> Result<(Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>)> {
+    let xnorm = dot(x, x).sqrt();
+    let ynorm = dot(y, y).sqrt();
+    let (mut ws, mut ps, mut cs, mut ts) = (vec![], vec![], vec![], vec![]);
+    for a in 0..k {
+        // G = XᵀY (p×m, row-major)
+        let mut g = vec![0.0; p * m];
+        for i in 0..n {
+            let xi = &x[i * p..(i + 1) * p];
+            let yi = &y[i * m..(i + 1) * m];
+            for (j, &xv) in xi.iter().enumerate() {
+                if xv != 0.0 {
+                    for c in 0..m {
+                        g[j * m + c] += xv * yi[c];
+                    }
+                }
+            }
+        }
+        // dominant right singular vector v of G (eigenvector of GᵀG), w = G v / ‖G v‖
+        let gtg = faer::Mat::<f64>::from_fn(m, m, |r, c| (0..p).map(|j| g[j * m + r] * g[j * m + c]).sum());
+        let eig = gtg
+            .self_adjoint_eigen(faer::Side::Lower)
+            .map_err(|_| ThriftyError::numerical("PLS2", "eigendecomposition failed"))?;
+        let u = eig.U();
+        let top = m - 1; // eigenvalues in non-decreasing order
+        let v: Vec<f64> = (0..m).map(|r| u[(r, top)]).collect();
+        let mut w: Vec<f64> = (0..p).map(|j| (0..m).map(|c| g[j * m + c] * v[c]).sum()).collect();
+        let wn = dot(&w, &w).sqrt();
+        if !(wn > 1e-10 * xnorm * ynorm) || wn == 0.0 {
+            return Err(ThriftyError::invalid(
+                "n_components",
+                format!("component {} is degenerate (X'Y vanishes after {a} components): n_components must be below the rank of the data", a + 1),
+            ));
+        }
+        w.iter_mut().for_each(|v| *v /= wn);
+        let t = x_v(x, n, p, &w);
+        let tt = dot(&t, &t);
+        if !(tt > 0.0) {
+            return Err(ThriftyError::numerical("PLS2", "zero score vector"));
+        }
+        let cvec: Vec<f64> = (0..m).map(|c| (0..n).map(|i| y[i * m + c] * t[i]).sum::<f64>() / tt).collect();
+        let mut pl = xt_v(x, n, p, &t);
+        pl.iter_mut().for_each(|v| *v /= tt);
+        for i in 0..n {
+            for (xv, pv) in x[i * p..(i + 1) * p].iter_mut().zip(&pl) {
+                *xv -= t[i] * pv;
+            }
+            for c in 0..m {
+                y[i * m + c] -= t[i] * cvec[c];
+            }
+        }
+        ws.push(w);
+        ps.push(pl);
+        cs.push(cvec);
+        ts.push(t);
+    }
+    Ok((ws, ps, cs, ts))
+}
+
+/// Coefficients R C (p×m, row-major) with R = W (PᵀW)⁻¹.
+pub fn coef2(ws: &[Vec<f64>], ps: &[Vec<f64>], cs: &[Vec<f64>], p: usize, m: usize) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+    let k = ws.len();
+    let pw = faer::Mat::<f64>::from_fn(k, k, |a, b| dot(&ps[a], &ws[b]));
+    use faer::prelude::Solve;
+    let inv = pw.partial_piv_lu().solve(faer::Mat::<f64>::identity(k, k));
+    let rot: Vec<Vec<f64>> = (0..k)
+        .map(|b| (0..p).map(|j| (0..k).map(|a| ws[a][j] * inv[(a, b)]).sum()).collect())
+        .collect();
+    let mut coef = vec![0.0; p * m];
+    for j in 0..p {
+        for c in 0..m {
+            coef[j * m + c] = (0..k).map(|a| rot[a][j] * cs[a][c]).sum();
+        }
+    }
+    if !coef.iter().all(|v| v.is_finite()) {
+        return Err(ThriftyError::numerical("PLS2", "singular PᵀW"));
+    }
+    Ok((coef, rot))
+}
+
+fn check_y(y: &[f64], n: usize, m: usize) -> Result<()> {
+    if m == 0 || y.len() != n * m {
+        return Err(ThriftyError::shape("Y", format!("must have shape ({n}, m) with m >= 1, got {} values", y.len())));
+    }
+    crate::error::ensure_finite("Y", y)
+}
+
+/// Held-out r of a PLS2 refit on every split (`train`/`test` index sets); `data.y` is ignored.
+pub fn pls2_split_correlations(
+    data: &Data<'_>,
+    y: &[f64],
+    m: usize,
+    k: usize,
+    splits: &[crate::inference::nb::Split],
+) -> Result<Vec<f64>> {
+    use rayon::prelude::*;
+    check_y(y, data.n, m)?;
+    if k == 0 || k > data.p {
+        return Err(ThriftyError::invalid("n_components", format!("must be in [1, {}], got {k}", data.p)));
+    }
+    splits
+        .par_iter()
+        .map(|s| {
+            let prep = prepare(data, &s.train, &s.test, true);
+            let w_tr: Vec<f64> = prep.sw_tr.iter().map(|v| v * v).collect();
+            let (mean, sd) = match standardise_y(y, m, &s.train, &w_tr) {
+                Some(v) => v,
+                None => return Ok(0.0),
+            };
+            let mut yt = vec![0.0; prep.n_tr * m];
+            for (a, &i) in s.train.iter().enumerate() {
+                for c in 0..m {
+                    yt[a * m + c] = prep.sw_tr[a] * (y[i * m + c] - mean[c]) / sd[c];
+                }
+            }
+            let mut x = prep.xs_tr.clone();
+            let (ws, ps, cs, _) = nipals2(&mut x, &mut yt, prep.n_tr, prep.p, m, k)?;
+            let (coef, _) = coef2(&ws, &ps, &cs, prep.p, m)?;
+            let mut pred = Vec::with_capacity(prep.n_te * m);
+            let mut obs = Vec::with_capacity(prep.n_te * m);
+            let mut wv = Vec::with_capacity(prep.n_te * m);
+            for (a, &i) in s.test.iter().enumerate() {
+                let row = &prep.xs_te[a * prep.p..(a + 1) * prep.p];
+                for c in 0..m {
+                    if sd[c].is_infinite() {
+                        continue;
+                    }
+                    pred.push((0..prep.p).map(|j| row[j] * coef[j * m + c]).sum::<f64>());
+                    obs.push((y[i * m + c] - mean[c]) / sd[c]);
+                    wv.push(prep.w_te[a]);
+                }
+            }
+            Ok(wcorr(&pred, &obs, &wv))
+        })
+        .collect()
+}
+
+/// A PLS2 fit on all rows: coefficients in original units (p×m row-major), intercepts (m), rotations,
+/// weights and loadings (p×k row-major), y-loadings (m×k row-major), moments.
+pub struct Pls2Fit {
+    pub coef: Vec<f64>,
+    pub intercept: Vec<f64>,
+    pub x_weights: Vec<f64>,
+    pub x_loadings: Vec<f64>,
+    pub x_rotations: Vec<f64>,
+    pub y_loadings: Vec<f64>,
+    pub x_mean: Vec<f64>,
+    pub x_std: Vec<f64>,
+}
+
+pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fit> {
+    let (n, p) = (data.n, data.p);
+    check_y(y, n, m)?;
+    if k == 0 || k > p.min(n - 1) {
+        return Err(ThriftyError::invalid(
+            "n_components",
+            format!("must be in [1, min(n_samples - 1, n_features)] = [1, {}], got {k}", p.min(n - 1)),
+        ));
+    }
+    let all: Vec<usize> = (0..n).collect();
+    let mut prep = prepare(data, &all, &[], true);
+    let w: Vec<f64> = prep.sw_tr.iter().map(|v| v * v).collect();
+    let (ymean, ysd) = standardise_y(y, m, &all, &w).ok_or_else(|| ThriftyError::invalid("Y", "every column is constant"))?;
+    let mut yt = vec![0.0; n * m];
+    for i in 0..n {
+        for c in 0..m {
+            yt[i * m + c] = prep.sw_tr[i] * (y[i * m + c] - ymean[c]) / ysd[c];
+        }
+    }
+    let mut x = std::mem::take(&mut prep.xs_tr); // deflated in place; not needed again
+    let (ws, ps, cs, _) = nipals2(&mut x, &mut yt, n, p, m, k)?;
+    let (coef_std, rot) = coef2(&ws, &ps, &cs, p, m)?;
+    let mut coef = vec![0.0; p * m];
+    let mut intercept = vec![0.0; m];
+    for c in 0..m {
+        let s = if ysd[c].is_finite() { ysd[c] } else { 0.0 };
+        for j in 0..p {
+            coef[j * m + c] = coef_std[j * m + c] * s / prep.scale[j];
+        }
+        intercept[c] = ymean[c] - (0..p).map(|j| prep.mean[j] * coef[j * m + c]).sum::<f64>();
+    }
+    let rm = |cols: &[Vec<f64>], len: usize| -> Vec<f64> {
+        let kk = cols.len();
+        let mut out = vec![0.0; len * kk];
+        for (a, col) in cols.iter().enumerate() {
+            for i in 0..len {
+                out[i * kk + a] = col[i];
+            }
+        }
+        out
+    };
+    Ok(Pls2Fit {
+        coef,
+        intercept,
+        x_weights: rm(&ws, p),
+        x_loadings: rm(&ps, p),
+        x_rotations: rm(&rot, p),
+        y_loadings: rm(&cs, m),
+        x_mean: prep.mean.clone(),
+        x_std: prep.scale.iter().map(|&s| if s.is_finite() { s } else { 0.0 }).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pls2_with_one_column_equals_pls1() {
+        let (n, p) = (30, 6);
+        let x: Vec<f64> = (0..n * p).map(|i| ((i * 37 % 23) as f64 - 11.0) / 7.0 + (i as f64 * 0.3).sin()).collect();
+        let y: Vec<f64> = (0..n).map(|i| x[i * p] - 0.5 * x[i * p + 2] + ((i * 13 % 7) as f64) / 10.0).collect();
+        let data = Data::new(&x, n, p, &y, None).unwrap();
+        let one = crate::inference::baselines::pls_fit(&data, 2).unwrap();
+        let two = pls2_fit(&data, &y, 1, 2).unwrap();
+        for j in 0..p {
+            assert!((one.coef[j] - two.coef[j]).abs() < 1e-10);
+        }
+    }
+}
