@@ -62,15 +62,16 @@ fn fit_typed<'py, T: Real + numpy::Element>(
     let fit = py.detach(|| with_threads(n_jobs, || kmeans::fit(xs, n, d, w, init_kind, &params))).py()?.py()?;
 
     let k = params.n_clusters;
+    let (run, init_centers, best_run) = (fit.run, fit.init_centers, fit.best_run);
     let out = PyDict::new(py);
-    out.set_item("cluster_centers", PyArray1::from_vec(py, fit.centers).reshape([k, d])?)?;
-    out.set_item("init_centers", PyArray1::from_vec(py, fit.init_centers).reshape([k, d])?)?;
-    out.set_item("labels", PyArray1::from_vec(py, fit.labels.iter().map(|&l| l as i32).collect::<Vec<i32>>()))?;
-    out.set_item("inertia", fit.inertia)?;
-    out.set_item("n_iter", fit.n_iter)?;
-    out.set_item("converged", fit.converged)?;
-    out.set_item("best_run", fit.best_run)?;
-    let col = |f: &dyn Fn(&kmeans::IterStats) -> f64| PyArray1::from_vec(py, fit.stats.iter().map(f).collect::<Vec<f64>>());
+    out.set_item("cluster_centers", PyArray1::from_vec(py, run.centers).reshape([k, d])?)?;
+    out.set_item("init_centers", PyArray1::from_vec(py, init_centers).reshape([k, d])?)?;
+    out.set_item("labels", PyArray1::from_vec(py, run.labels.iter().map(|&l| l as i32).collect::<Vec<i32>>()))?;
+    out.set_item("inertia", run.inertia)?;
+    out.set_item("n_iter", run.n_iter)?;
+    out.set_item("converged", run.converged)?;
+    out.set_item("best_run", best_run)?;
+    let col = |f: &dyn Fn(&kmeans::IterStats) -> f64| PyArray1::from_vec(py, run.stats.iter().map(f).collect::<Vec<f64>>());
     out.set_item("certified", col(&|s| s.certified as f64))?;
     out.set_item("batch_moves", col(&|s| s.batch_moves as f64))?;
     out.set_item("sequential_moves", col(&|s| s.sequential_moves as f64))?;

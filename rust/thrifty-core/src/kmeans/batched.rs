@@ -45,6 +45,7 @@ pub struct IterStats {
     pub sse_after_sequential: f64,
 }
 
+#[derive(Clone, Debug)]
 pub struct Run<T> {
     pub centers: Vec<T>,
     pub labels: Vec<u32>,

@@ -41,12 +41,8 @@ pub struct Params {
 /// Result of the best of the `n_init` runs (lowest inertia, first on ties).
 #[derive(Clone, Debug)]
 pub struct Fit<T> {
-    pub centers: Vec<T>,
-    pub labels: Vec<u32>,
-    pub inertia: f64,
-    pub n_iter: usize,
-    pub converged: bool,
-    pub stats: Vec<IterStats>,
+    /// Centres (data coordinates), labels, inertia, iterations and per-iteration statistics.
+    pub run: batched::Run<T>,
     /// Which of the runs won (its RNG stream is `stream(seed, run)`).
     pub best_run: usize,
     /// The initial centres of the winning run (data coordinates).
@@ -171,18 +167,10 @@ pub fn fit<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, 
         })
         .collect();
     let best = (0..runs.len()).fold(0, |b, r| if runs[r].0.inertia < runs[b].0.inertia { r } else { b });
-    let (run, init_c) = runs.into_iter().nth(best).expect("n_init >= 1");
+    let (mut run, init_c) = runs.into_iter().nth(best).expect("n_init >= 1");
     let uncenter = |c: &[T]| -> Vec<T> { c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() + m))).collect() };
-    Ok(Fit {
-        centers: uncenter(&run.centers),
-        labels: run.labels,
-        inertia: run.inertia,
-        n_iter: run.n_iter,
-        converged: run.converged,
-        stats: run.stats,
-        best_run: best,
-        init_centers: uncenter(&init_c),
-    })
+    run.centers = uncenter(&run.centers);
+    Ok(Fit { run, best_run: best, init_centers: uncenter(&init_c) })
 }
 
 fn check_centers<T: Real>(centers: &[T], k: usize, d: usize) -> Result<()> {

@@ -57,7 +57,7 @@ fn sse_never_increases() {
                 let w = weights(n, seed);
                 let fit = super::fit(&x, n, d, weighted.then_some(&w[..]), Init::Random, &params(k, alg, seed)).unwrap();
                 let mut prev = f64::INFINITY;
-                for s in &fit.stats {
+                for s in &fit.run.stats {
                     for v in [s.sse_after_batch, s.sse_after_sequential] {
                         assert!(v <= prev * (1.0 + 1e-10) + 1e-9, "{alg:?} weighted={weighted}: {v} > {prev}");
                         prev = v;
@@ -66,7 +66,7 @@ fn sse_never_increases() {
                 let f32x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
                 let fit32 = super::fit(&f32x, n, d, weighted.then_some(&w[..]), Init::Random, &params(k, alg, seed)).unwrap();
                 let mut prev = f64::INFINITY;
-                for s in &fit32.stats {
+                for s in &fit32.run.stats {
                     for v in [s.sse_after_batch, s.sse_after_sequential] {
                         assert!(v <= prev * (1.0 + 1e-6) + 1e-6, "f32 {alg:?}: {v} > {prev}");
                         prev = v;
@@ -85,11 +85,11 @@ fn hartigan_result_is_a_local_optimum() {
         let w = weights(n, seed);
         for weighted in [false, true] {
             let fit = super::fit(&x, n, d, weighted.then_some(&w[..]), Init::KMeansPlusPlus, &params(k, Algorithm::Hartigan, seed)).unwrap();
-            assert!(fit.converged);
+            assert!(fit.run.converged);
             let ww = if weighted { w.clone() } else { vec![1.0; n] };
-            let base = weighted_sse(&x, d, &ww, &fit.labels, k);
-            assert!((base - fit.inertia).abs() <= 1e-9 * base.max(1.0));
-            let mut labels = fit.labels.clone();
+            let base = weighted_sse(&x, d, &ww, &fit.run.labels, k);
+            assert!((base - fit.run.inertia).abs() <= 1e-9 * base.max(1.0));
+            let mut labels = fit.run.labels.clone();
             let mut counts = vec![0; k];
             labels.iter().for_each(|&l| counts[l as usize] += 1);
             assert!(counts.iter().all(|&c| c > 0), "empty cluster");
@@ -152,8 +152,8 @@ fn lloyd_matches_naive_lloyd() {
             break;
         }
     }
-    assert_eq!(fit.labels, labels);
-    for (a, b) in fit.centers.iter().zip(&c) {
+    assert_eq!(fit.run.labels, labels);
+    for (a, b) in fit.run.centers.iter().zip(&c) {
         assert!((a - b).abs() < 1e-9);
     }
 }
@@ -168,9 +168,9 @@ fn identical_on_one_and_two_threads() {
         p.n_init = 3;
         let one = with_threads(Some(1), || fit(&x, n, d, Some(&w), Init::KMeansPlusPlus, &p).unwrap()).unwrap();
         let two = with_threads(Some(2), || fit(&x, n, d, Some(&w), Init::KMeansPlusPlus, &p).unwrap()).unwrap();
-        assert_eq!(one.labels, two.labels);
-        assert_eq!(one.centers, two.centers);
-        assert_eq!(one.inertia.to_bits(), two.inertia.to_bits());
+        assert_eq!(one.run.labels, two.run.labels);
+        assert_eq!(one.run.centers, two.run.centers);
+        assert_eq!(one.run.inertia.to_bits(), two.run.inertia.to_bits());
     }
 }
 
@@ -182,7 +182,7 @@ fn no_empty_cluster_even_from_duplicate_centres() {
     for alg in [Algorithm::Hartigan, Algorithm::Lloyd] {
         let fit = super::fit(&x, n, d, None, Init::Centers(&init), &params(k, alg, 0)).unwrap();
         let mut counts = vec![0; k];
-        fit.labels.iter().for_each(|&l| counts[l as usize] += 1);
+        fit.run.labels.iter().for_each(|&l| counts[l as usize] += 1);
         assert!(counts.iter().all(|&c| c > 0), "{alg:?}: {counts:?}");
     }
 }
