@@ -392,6 +392,61 @@ fn assign_pass<T: Real>(
         .collect()
 }
 
+/// Lloyd with at most this many centre coordinates (k·d) skips the bounds: all k distances of a row
+/// cost less than reading and writing its two bounds.
+const DENSE_MAX_KD: usize = 32;
+
+/// Lloyd's assignment without bounds for tiny k·d: exact distances to every centre, eight centres
+/// at a time in fixed-width lanes (coordinates transposed, missing centres padded at infinity), a
+/// move wherever another centre is strictly nearer than the current one.
+fn dense_lloyd_pass<T: Real>(data: &Data<'_, T>, means: &[f64], k: usize, labels: &[u32]) -> Vec<ChunkOut> {
+    const W: usize = 8;
+    let d = data.d;
+    let kc = k.div_ceil(W);
+    let mut ct = vec![[f64::INFINITY; W]; d * kc];
+    for j in 0..k {
+        for l in 0..d {
+            ct[l * kc + j / W][j % W] = means[j * d + l];
+        }
+    }
+    labels
+        .par_chunks(TILE)
+        .enumerate()
+        .map(|(t, lab)| {
+            let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), certified: 0 };
+            for (r, &a) in lab.iter().enumerate() {
+                let i = t * TILE + r;
+                let x = data.row(i);
+                let a = a as usize;
+                let (mut best, mut best_c, mut own) = (f64::INFINITY, 0usize, f64::INFINITY);
+                let mut best_acc = [0.0f64; W];
+                for c in 0..kc {
+                    let mut acc = [0.0f64; W];
+                    for (l, xl) in x.iter().enumerate() {
+                        let (xl, cl) = (xl.as_f64(), &ct[l * kc + c]);
+                        for lane in 0..W {
+                            let diff = xl - cl[lane];
+                            acc[lane] += diff * diff;
+                        }
+                    }
+                    let m = acc.iter().fold(f64::INFINITY, |m, &v| if v < m { v } else { m });
+                    if c == a / W {
+                        own = acc[a % W];
+                    }
+                    if m < best {
+                        (best, best_c, best_acc) = (m, c, acc);
+                    }
+                }
+                if best < own {
+                    let lane = best_acc.iter().position(|&v| v == best).unwrap_or(0);
+                    out.moves.push((i as u32, (best_c * W + lane) as u32));
+                }
+            }
+            out
+        })
+        .collect()
+}
+
 /// Two smallest cluster weights with the index of the smallest.
 fn min_weights(wsum: &[f64]) -> (usize, f64, f64) {
     let mut m = (0usize, f64::INFINITY, f64::INFINITY);
@@ -454,7 +509,11 @@ pub fn run<T: Real>(
         let geo = Geometry::<T>::new(&cl.means, k, d, drift);
         prev_means = cl.means.clone();
 
-        let outs = assign_pass(data, &geo, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum));
+        let outs = if !f.hartigan && k * d <= DENSE_MAX_KD {
+            dense_lloyd_pass(data, &cl.means, k, &labels)
+        } else {
+            assign_pass(data, &geo, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum))
+        };
         let mut st = IterStats::default();
         // Lloyd-type batch.
         for out in &outs {
