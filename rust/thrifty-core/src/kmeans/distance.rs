@@ -162,4 +162,25 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn top2_matches_sorting_with_ties_and_any_length() {
+        let mut state = 12345u64;
+        for len in 1..40 {
+            for _ in 0..50 {
+                let row: Vec<f64> = (0..len)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        ((state >> 33) % 7) as f64 // few distinct values: many ties
+                    })
+                    .collect();
+                let mut sorted = row.clone();
+                sorted.sort_by(f64::total_cmp);
+                let (j1, p1, p2) = top2(&mut row.clone());
+                assert_eq!(p1, sorted[0]);
+                assert_eq!(p2, if len > 1 { sorted[1] } else { f64::INFINITY });
+                assert_eq!(j1, row.iter().position(|&v| v == sorted[0]).unwrap());
+            }
+        }
+    }
 }
