@@ -18,4 +18,4 @@ if ! $PY -c "import hkmeans" 2>/dev/null; then
     $PY -m pip install -q "$tmp"/hartigan-kmeans-0.0.6
   fi
 fi
-$PY -m pip install -q asv
+$PY -m pip install -q asv plskit dppy
