@@ -1,6 +1,6 @@
 //! Bindings for the `dpp` capability: argument conversion, GIL release, error mapping. The Python
 //! layer (`thrifty.dpp`) validates first and always passes C-contiguous float32/float64 arrays.
-use crate::errors::IntoPy;
+use crate::errors::CoreResultExt;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;

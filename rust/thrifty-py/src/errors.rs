@@ -14,12 +14,12 @@ pub fn to_py(err: ThriftyError) -> PyErr {
     }
 }
 
-/// `?`-friendly conversion: `core_call().map_err(to_py)?` reads as `core_call().py()?`.
-pub trait IntoPy<T> {
+/// `core_call().py()?` converts a core error into the matching Python exception.
+pub trait CoreResultExt<T> {
     fn py(self) -> pyo3::PyResult<T>;
 }
 
-impl<T> IntoPy<T> for thrifty_core::Result<T> {
+impl<T> CoreResultExt<T> for thrifty_core::Result<T> {
     fn py(self) -> pyo3::PyResult<T> {
         self.map_err(to_py)
     }

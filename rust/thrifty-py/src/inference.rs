@@ -3,7 +3,7 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArra
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::IntoPy;
+use crate::errors::CoreResultExt;
 use thrifty_core::inference::{
     baselines, fit::Data, nb, perm, varimax, Learner, Rotation, Route, Spec,
 };

@@ -9,7 +9,7 @@ use thrifty_core::kmeans::{self, Algorithm, Init, Params};
 use thrifty_core::scalar::Real;
 use thrifty_core::threads::with_threads;
 
-use crate::errors::IntoPy;
+use crate::errors::CoreResultExt;
 
 fn algorithm(name: &str) -> PyResult<Algorithm> {
     match name {
