@@ -1,6 +1,6 @@
 //! The one error type of the core. Every problem caused by user input is an `Err`, never a panic; the
 //! Python binding maps `InvalidArgument`/`Shape`/`NotFinite` to `ValueError`, `Type` to `TypeError`
-//! and `Numerical` to `ArithmeticError`... see `thrifty-py/src/errors.rs`.
+//! and `Numerical` to `ArithmeticError` (see `thrifty-py/src/errors.rs`).
 use thiserror::Error;
 
 #[derive(Debug, Error, Clone, PartialEq)]
