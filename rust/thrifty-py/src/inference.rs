@@ -31,6 +31,10 @@ fn slice1<'a>(a: &'a PyReadonlyArray1<'_, f64>, name: &'static str) -> PyResult<
     a.as_slice().map_err(|_| ThriftyError::shape(name, "must be a contiguous float64 array").into_err())
 }
 
+fn opt_slice1<'a>(a: &'a Option<PyReadonlyArray1<'_, f64>>, name: &'static str) -> PyResult<Option<&'a [f64]>> {
+    a.as_ref().map(|w| slice1(w, name)).transpose()
+}
+
 #[allow(clippy::too_many_arguments)]
 fn make_spec(
     learner: &str,
@@ -134,10 +138,7 @@ fn inference_split_correlations<'py>(
     let spec = make_spec(learner, n_components, basis, bases, rotate, ridge_alpha, spca_n_features)?;
     let (xs, n, p) = slice2(&x, "X")?;
     let ys = slice1(&y, "y")?;
-    let ws = match &sample_weight {
-        Some(w) => Some(slice1(w, "sample_weight")?),
-        None => None,
-    };
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let trains = train_lists(train)?;
     let r = py.detach(|| -> thrifty_core::Result<Vec<f64>> {
         let data = Data::new(xs, n, p, ys, ws)?;
@@ -172,10 +173,7 @@ fn inference_nb_permutation<'py>(
     let spec = make_spec(learner, n_components, basis, bases, rotate, ridge_alpha, spca_n_features)?;
     let (xs, n, p) = slice2(&x, "X")?;
     let ys = slice1(&y, "y")?;
-    let ws = match &sample_weight {
-        Some(w) => Some(slice1(w, "sample_weight")?),
-        None => None,
-    };
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let trains = train_lists(train)?;
     let route = if refit { Route::Refit } else { Route::Auto };
     let z = py.detach(|| -> thrifty_core::Result<Vec<f64>> {
@@ -229,10 +227,7 @@ fn inference_gate<'py>(
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (xs, n, p) = slice2(&x, "X")?;
-    let ws = match &sample_weight {
-        Some(w) => Some(slice1(w, "sample_weight")?),
-        None => None,
-    };
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
     // the gate does not look at y; Data's checks need some non-constant response, so pass 0..n
     let dummy: Vec<f64> = (0..n).map(|i| i as f64).collect();
     let g = py.detach(|| -> thrifty_core::Result<nb::Gate> {
@@ -267,10 +262,7 @@ fn inference_pls_fit<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (xs, n, p) = slice2(&x, "X")?;
     let ys = slice1(&y, "y")?;
-    let ws = match &sample_weight {
-        Some(w) => Some(slice1(w, "sample_weight")?),
-        None => None,
-    };
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let fit = py.detach(|| -> thrifty_core::Result<baselines::PlsFit> {
         let data = Data::new(xs, n, p, ys, ws)?;
         baselines::pls_fit(&data, n_components)
@@ -302,10 +294,7 @@ fn inference_deflate<'py>(
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>)> {
     let (xs, n, p) = slice2(&x, "X")?;
     let ys = slice1(&y, "y")?;
-    let ws = match &sample_weight {
-        Some(w) => Some(slice1(w, "sample_weight")?),
-        None => None,
-    };
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let out = py.detach(|| -> thrifty_core::Result<(Vec<f64>, Vec<f64>)> {
         let data = Data::new(xs, n, p, ys, ws)?;
         baselines::deflate(&data, n_components)
@@ -337,10 +326,7 @@ fn inference_cv_permutation<'py>(
     let spec = make_spec(learner, n_components, basis, None, "none", ridge_alpha, spca_n_features)?;
     let (xs, n, p) = slice2(&x, "X")?;
     let ys = slice1(&y, "y")?;
-    let ws = match &sample_weight {
-        Some(w) => Some(slice1(w, "sample_weight")?),
-        None => None,
-    };
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let out = py.detach(|| -> thrifty_core::Result<(f64, Vec<f64>)> {
         let data = Data::new(xs, n, p, ys, ws)?;
         with_threads(n_jobs, || baselines::cv_permutation(&data, &spec, n_folds, seed, start, count, pooled))?
@@ -364,10 +350,7 @@ fn inference_jackknife<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (xs, n, p) = slice2(&x, "X")?;
     let ys = slice1(&y, "y")?;
-    let ws = match &sample_weight {
-        Some(w) => Some(slice1(w, "sample_weight")?),
-        None => None,
-    };
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let out = py.detach(|| -> thrifty_core::Result<baselines::Jackknife> {
         let data = Data::new(xs, n, p, ys, ws)?;
         with_threads(n_jobs, || baselines::jackknife(&data, n_components, n_segments, seed))?
@@ -410,10 +393,7 @@ fn inference_pls2_split_correlations<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let (xs, n, p) = slice2(&x, "X")?;
     let (ys, ny, m) = slice2(&y, "Y")?;
-    let ws = match &sample_weight {
-        Some(w) => Some(slice1(w, "sample_weight")?),
-        None => None,
-    };
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let trains = train_lists(train)?;
     // Data's own response is not used by PLS2; 0..n satisfies its checks
     let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
@@ -439,10 +419,7 @@ fn inference_pls2_fit<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (xs, n, p) = slice2(&x, "X")?;
     let (ys, ny, m) = slice2(&y, "Y")?;
-    let ws = match &sample_weight {
-        Some(w) => Some(slice1(w, "sample_weight")?),
-        None => None,
-    };
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
     let fit = py.detach(|| -> thrifty_core::Result<thrifty_core::inference::pls2::Pls2Fit> {
         if ny != n {
