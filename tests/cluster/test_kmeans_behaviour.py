@@ -183,3 +183,20 @@ def test_callable_init_and_random_state_generator() -> None:
     assert isinstance(km.seed_, int)
     again = HartiganKMeans(3, init=first_rows, n_init=2, random_state=km.seed_).fit(X)
     np.testing.assert_array_equal(km.labels_, again.labels_)
+
+
+def test_ctrl_c_interrupts_a_long_fit() -> None:
+    import _thread
+    import threading
+    import time
+
+    X = np.random.default_rng(0).standard_normal((200_000, 32))
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            HartiganKMeans(256, init="random", n_init=4, tol=0, random_state=0).fit(X)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 5.0

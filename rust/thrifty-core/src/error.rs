@@ -1,6 +1,6 @@
 //! The one error type of the core. Every problem caused by user input is an `Err`, never a panic; the
 //! Python binding maps `InvalidArgument`/`Shape`/`NotFinite` to `ValueError`, `Type` to `TypeError`
-//! and `Numerical` to `ArithmeticError` (see `thrifty-py/src/errors.rs`).
+//! `Numerical` to `ArithmeticError` and `Interrupted` to `KeyboardInterrupt` (see `thrifty-py/src/errors.rs`).
 use thiserror::Error;
 
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -17,6 +17,9 @@ pub enum ThriftyError {
     /// Wrong kind of value (e.g. a dtype the core does not handle).
     #[error("{arg}: {msg}")]
     Type { arg: &'static str, msg: String },
+    /// The caller asked the computation to stop (Ctrl-C in Python).
+    #[error("interrupted")]
+    Interrupted,
     /// The computation broke down numerically (singular system, rank loss) despite valid input.
     #[error("numerical failure in {context}: {msg}")]
     Numerical { context: &'static str, msg: String },

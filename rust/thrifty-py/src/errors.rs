@@ -1,5 +1,10 @@
 //! Map the core's `ThriftyError` to Python exceptions. Messages already name the argument.
-use pyo3::exceptions::{PyArithmeticError, PyTypeError, PyValueError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyArithmeticError, PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
 use pyo3::PyErr;
 use thrifty_core::ThriftyError;
 
@@ -8,6 +13,7 @@ pub fn to_py(err: ThriftyError) -> PyErr {
     match err {
         ThriftyError::Type { .. } => PyTypeError::new_err(msg),
         ThriftyError::Numerical { .. } => PyArithmeticError::new_err(msg),
+        ThriftyError::Interrupted => PyKeyboardInterrupt::new_err(msg),
         ThriftyError::InvalidArgument { .. } | ThriftyError::Shape { .. } | ThriftyError::NotFinite { .. } => {
             PyValueError::new_err(msg)
         }
@@ -23,4 +29,38 @@ impl<T> CoreResultExt<T> for thrifty_core::Result<T> {
     fn py(self) -> pyo3::PyResult<T> {
         self.map_err(to_py)
     }
+}
+
+/// Run `work` without the GIL on a helper thread while this (Python's main) thread polls for
+/// signals every 100 ms: on Ctrl-C the `cancel` flag is raised, the core stops at its next check
+/// and the KeyboardInterrupt propagates. For long core calls (fits); short ones use `py.detach`.
+pub fn detach_interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&AtomicBool) -> thrifty_core::Result<T> + Send,
+) -> PyResult<T> {
+    let cancel = AtomicBool::new(false);
+    let (tx, rx) = channel();
+    std::thread::scope(|scope| {
+        let cancel = &cancel;
+        scope.spawn(move || {
+            let _ = tx.send(work(cancel));
+        });
+        let mut rx = rx;
+        loop {
+            // The receiver moves into the GIL-free closure and back (it is Send, not Sync).
+            let (got, back) = py.detach(move || (rx.recv_timeout(Duration::from_millis(100)), rx));
+            rx = back;
+            match got {
+                Ok(result) => return result.py(),
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(signal) = py.check_signals() {
+                        cancel.store(true, Ordering::Relaxed);
+                        let _ = py.detach(move || rx.recv());
+                        return Err(signal);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(PyRuntimeError::new_err("the worker thread stopped without a result")),
+            }
+        }
+    })
 }

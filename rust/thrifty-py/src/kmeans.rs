@@ -9,7 +9,7 @@ use thrifty_core::kmeans::{self, Algorithm, Init, Params};
 use thrifty_core::scalar::Real;
 use thrifty_core::threads::with_threads;
 
-use crate::errors::CoreResultExt;
+use crate::errors::{detach_interruptible, CoreResultExt};
 
 fn algorithm(name: &str) -> PyResult<Algorithm> {
     match name {
@@ -59,7 +59,10 @@ fn fit_typed<'py, T: Real + numpy::Element>(
             other => return Err(PyValueError::new_err(format!("init must be 'k-means++', 'random' or an array, got {other:?}"))),
         },
     };
-    let fit = py.detach(|| with_threads(n_jobs, || kmeans::fit(xs, n, d, w, init_kind, &params))).py()?.py()?;
+    // A fit can run for seconds: Ctrl-C stops it at the next iteration.
+    let fit = detach_interruptible(py, |cancel| {
+        with_threads(n_jobs, || kmeans::fit_cancellable(xs, n, d, w, init_kind, &params, cancel)).and_then(|r| r)
+    })?;
 
     let k = params.n_clusters;
     let (run, init_centers, best_run) = (fit.run, fit.init_centers, fit.best_run);

@@ -15,9 +15,12 @@
 //! The run stops when an iteration moves nothing (a Hartigan local optimum for Hartigan, a Lloyd fixed
 //! point for Lloyd), when the centre shift falls below `tol`, or after `max_iter` iterations.
 //! All reductions run over fixed blocks in a fixed order, so results do not depend on the thread count.
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use super::distance::{gemm_slack, sq_dist_f64, sq_norm, tile_partial_dists, top2, Scratch, TILE};
+use crate::error::{Result, ThriftyError};
 use crate::scalar::Real;
 
 /// Relative margin a sequential Hartigan move must clear (guards against cycling on rounding ties).
@@ -63,6 +66,8 @@ pub struct Data<'a, T> {
     pub w: &'a [f64],
     /// Largest sample weight (the certificate's size factors are taken at it).
     pub w_max: f64,
+    /// Raised by the caller to stop the run at the next iteration (`Err(Interrupted)`).
+    pub cancel: &'a AtomicBool,
 }
 
 impl<T: Real> Data<'_, T> {
@@ -469,7 +474,7 @@ pub fn run<T: Real>(
     max_iter: usize,
     tol: f64,
     total_wxx: f64,
-) -> Run<T> {
+) -> Result<Run<T>> {
     let (n, d) = (data.n(), data.d);
     let f = Factors { hartigan: algorithm == Algorithm::Hartigan };
     let init64: Vec<f64> = init.iter().map(|v| v.as_f64()).collect();
@@ -491,6 +496,9 @@ pub fn run<T: Real>(
     let mut n_iter = 1;
 
     loop {
+        if data.cancel.load(Ordering::Relaxed) {
+            return Err(ThriftyError::Interrupted);
+        }
         let drift: Vec<f64> = cl
             .means
             .chunks_exact(d)
@@ -569,7 +577,7 @@ pub fn run<T: Real>(
         inertia = self::inertia(data, &cl.means, &labels);
     }
     let centers: Vec<T> = cl.means.iter().map(|&v| T::of(v)).collect();
-    Run { centers, labels, inertia, n_iter, converged, stats }
+    Ok(Run { centers, labels, inertia, n_iter, converged, stats })
 }
 
 fn converged_strict(stats: &[IterStats]) -> bool {

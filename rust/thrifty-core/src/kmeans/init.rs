@@ -1,10 +1,13 @@
 //! Initial centres: greedy k-means++ with scikit-learn's semantics (2 + ⌊ln k⌋ local trials, weighted
 //! sampling, the trial that lowers the potential most wins) and "random" (k distinct rows drawn with
 //! probability ∝ sample weight).
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use super::distance::{sq_dist, sq_norm, tile_partial_dists, Scratch, TILE};
 use crate::rng::{uniform, Stream};
+use crate::error::{Result, ThriftyError};
 use crate::scalar::Real;
 
 /// Greedy k-means++ seeding; returns k centre rows (row-major `k × d`).
@@ -16,7 +19,15 @@ use crate::scalar::Real;
 /// the rest are evaluated with GEMM tiles. Sampling
 /// ∝ w·D² walks the lists' potentials, then one list. Candidates are evaluated in parallel; every
 /// sum runs in a fixed order, so the result does not depend on the thread count.
-pub fn kmeans_plusplus<T: Real>(x: &[T], d: usize, xx: &[f64], w: &[f64], k: usize, rng: &mut Stream) -> Vec<T> {
+pub fn kmeans_plusplus<T: Real>(
+    x: &[T],
+    d: usize,
+    xx: &[f64],
+    w: &[f64],
+    k: usize,
+    rng: &mut Stream,
+    cancel: &AtomicBool,
+) -> Result<Vec<T>> {
     let n = w.len();
     let row = |i: usize| &x[i * d..(i + 1) * d];
     let n_trials = 2 + (k as f64).ln().floor() as usize;
@@ -38,6 +49,9 @@ pub fn kmeans_plusplus<T: Real>(x: &[T], d: usize, xx: &[f64], w: &[f64], k: usi
     radius.push(r0);
 
     for c in 1..k {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(ThriftyError::Interrupted);
+        }
         let total: f64 = list_pot.iter().sum();
         let cands: Vec<usize> = (0..n_trials)
             .map(|_| {
@@ -121,7 +135,7 @@ pub fn kmeans_plusplus<T: Real>(x: &[T], d: usize, xx: &[f64], w: &[f64], k: usi
         list_pot.push(pc);
         radius.push(rc);
     }
-    centers
+    Ok(centers)
 }
 
 /// The point where the cumulative w·D², walked list by list, crosses `target` (the last point with

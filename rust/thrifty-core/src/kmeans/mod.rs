@@ -8,6 +8,8 @@ pub mod batched;
 pub mod distance;
 pub mod init;
 
+use std::sync::atomic::AtomicBool;
+
 use rayon::prelude::*;
 
 pub use batched::{Algorithm, IterStats};
@@ -78,6 +80,20 @@ fn check_weights(w: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
 
 /// Fit k-means to `x` (`n × d`, row-major).
 pub fn fit<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, init: Init<'_, T>, p: &Params) -> Result<Fit<T>> {
+    fit_cancellable(x, n, d, sample_weight, init, p, &AtomicBool::new(false))
+}
+
+/// [`fit`] that stops with `Err(Interrupted)` soon after `cancel` is raised (checked once per
+/// iteration and per k-means++ step).
+pub fn fit_cancellable<T: Real>(
+    x: &[T],
+    n: usize,
+    d: usize,
+    sample_weight: Option<&[f64]>,
+    init: Init<'_, T>,
+    p: &Params,
+    cancel: &AtomicBool,
+) -> Result<Fit<T>> {
     check_data(x, n, d)?;
     let w = check_weights(sample_weight, n)?;
     let k = p.n_clusters;
@@ -152,20 +168,21 @@ pub fn fit<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, 
         x
     };
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
-    let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)) };
+    let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel };
 
-    let runs: Vec<(batched::Run<T>, Vec<T>)> = (0..p.n_init)
+    let runs: Vec<Result<(batched::Run<T>, Vec<T>)>> = (0..p.n_init)
         .into_par_iter()
         .map(|r| {
             let mut rng = stream(p.seed, r as u64);
             let init_c: Vec<T> = match &init {
-                Init::KMeansPlusPlus => init::kmeans_plusplus(xw, d, &xx, &w, k, &mut rng),
+                Init::KMeansPlusPlus => init::kmeans_plusplus(xw, d, &xx, &w, k, &mut rng, cancel)?,
                 Init::Random => init::random_rows(xw, d, &w, k, &mut rng),
                 Init::Centers(c) => c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() - m))).collect(),
             };
-            (batched::run(&data, &init_c, k, p.algorithm, p.max_iter, tol, total_wxx), init_c)
+            Ok((batched::run(&data, &init_c, k, p.algorithm, p.max_iter, tol, total_wxx)?, init_c))
         })
         .collect();
+    let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
     let best = (0..runs.len()).fold(0, |b, r| if runs[r].0.inertia < runs[b].0.inertia { r } else { b });
     let (mut run, init_c) = runs.into_iter().nth(best).expect("n_init >= 1");
     let uncenter = |c: &[T]| -> Vec<T> { c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() + m))).collect() };

@@ -215,3 +215,14 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(fit(&x, 3, 2, None, Init::KMeansPlusPlus, &p).is_err());
     assert!(predict(&x, 2, 2, &[0.0; 3], 2).is_err());
 }
+
+#[test]
+fn a_raised_cancel_flag_stops_the_fit() {
+    use std::sync::atomic::AtomicBool;
+    let (n, d, k) = (500, 3, 5);
+    let x = gaussian_blobs(n, d, 3, 1.0, 4);
+    for init in [Init::KMeansPlusPlus, Init::Random] {
+        let r = fit_cancellable(&x, n, d, None, init, &params(k, Algorithm::Hartigan, 0), &AtomicBool::new(true));
+        assert_eq!(r.err(), Some(ThriftyError::Interrupted));
+    }
+}
