@@ -25,8 +25,10 @@ use crate::scalar::Real;
 
 /// Relative margin a sequential Hartigan move must clear (guards against cycling on rounding ties).
 const MOVE_MARGIN: f64 = 1e-12;
-/// Full recomputation of the cluster sums every this many iterations (incremental updates drift).
-const RESUM_EVERY: usize = 10;
+/// The cluster sums are recomputed exactly once the incremental updates since the last exact sum
+/// reach this fraction of n (rounding drift grows with the number of updates, not of iterations; the
+/// recomputation then costs no more than the updates did).
+const RESUM_AFTER_UPDATES_PER_POINT: f64 = 0.5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
@@ -494,6 +496,7 @@ pub fn run<T: Real>(
     let mut stats = Vec::new();
     let mut converged = false;
     let mut n_iter = 1;
+    let mut updates_since_resum = 0usize;
 
     loop {
         if data.cancel.load(Ordering::Relaxed) {
@@ -539,8 +542,10 @@ pub fn run<T: Real>(
                 st.batch_moves += 1;
             }
         }
-        if n_iter % RESUM_EVERY == 0 {
+        updates_since_resum += st.batch_moves;
+        if updates_since_resum as f64 >= RESUM_AFTER_UPDATES_PER_POINT * n as f64 {
             cl = Clusters::from_labels(data, &labels, k, &cl.means, false).0;
+            updates_since_resum = 0;
         } else {
             for j in 0..k {
                 cl.refresh_mean(j);
@@ -560,6 +565,7 @@ pub fn run<T: Real>(
                 }
             }
         }
+        updates_since_resum += st.sequential_moves;
         st.sse_after_sequential = cl.sse(total_wxx);
         let moved = st.batch_moves + st.sequential_moves;
         stats.push(st);
