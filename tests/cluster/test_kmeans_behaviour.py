@@ -200,3 +200,14 @@ def test_ctrl_c_interrupts_a_long_fit() -> None:
     finally:
         timer.cancel()
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_far_offset_data_give_the_same_clustering() -> None:
+    # Data a million units from the origin are centred internally: the result (and sklearn's tol
+    # scaling) must not depend on the offset.
+    X, _ = make_blobs(2000, n_features=4, centers=6, random_state=3)
+    near = HartiganKMeans(6, random_state=0).fit(X)
+    far = HartiganKMeans(6, random_state=0).fit(X + 1e6)
+    np.testing.assert_array_equal(near.labels_, far.labels_)
+    np.testing.assert_allclose(far.cluster_centers_ - 1e6, near.cluster_centers_, atol=1e-6)
+    assert far.n_iter_ == near.n_iter_

@@ -146,7 +146,6 @@ pub fn fit_cancellable<T: Real>(
     mean.iter_mut().for_each(|m| *m /= n as f64);
     let mean_sq: f64 = mean.iter().map(|m| m * m).sum();
     let var_sum = (xx.iter().sum::<f64>() / n as f64 - mean_sq).max(0.0); // Σ per-feature variances
-    let tol = p.tol * var_sum / d as f64; // scikit-learn: tol × mean per-feature variance
     // Centre (unweighted mean, as scikit-learn) in a working copy only when the offset dominates
     // the spread: then ‖x‖² − 2x·c + ‖c‖² would cancel badly. Otherwise the copy costs more than
     // it buys, and the caller's array is used as is (read-only).
@@ -167,6 +166,10 @@ pub fn fit_cancellable<T: Real>(
         mean.iter_mut().for_each(|m| *m = 0.0);
         x
     };
+    // scikit-learn's tolerance: tol × mean per-feature variance (from the centred norms when centred:
+    // E‖x‖² − ‖mean‖² cancels exactly when the offset dominates).
+    let var_sum = if xw.as_ptr() == x.as_ptr() { var_sum } else { xx.iter().sum::<f64>() / n as f64 };
+    let tol = p.tol * var_sum / d as f64;
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
     let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel };
 
