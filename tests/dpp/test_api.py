@@ -81,6 +81,34 @@ def test_greedy_entropy_matches_brute_force_greedy_and_log_det() -> None:
     assert greedy_map(features=Z, k=4).indices.tolist() == select_entropy(Z @ Z.T, 4).indices.tolist()
 
 
+def test_select_entropy_validates_every_entry_it_reads() -> None:
+    # The selection reads the diagonal and the chosen rows: check_input=True validates exactly those
+    # (so damage elsewhere cannot change the answer), "full" validates the whole matrix.
+    rng = np.random.default_rng(30)
+    Z = rng.normal(size=(40, 6))
+    C = Z @ Z.T + 0.1 * np.eye(40)
+    sel = select_entropy(C, 3)
+    unread = [i for i in range(40) if i not in sel.indices]
+    D = C.copy()
+    D[unread[0], unread[1]] = np.nan
+    assert select_entropy(D, 3).indices.tolist() == sel.indices.tolist()
+    assert select_entropy(D, 3, check_input=False).indices.tolist() == sel.indices.tolist()
+    with pytest.raises(ValueError, match="NaN"):
+        select_entropy(D, 3, check_input="full")
+    D = C.copy()
+    D[sel.indices[2], unread[0]] += 1.0  # a chosen row that no longer matches its column
+    with pytest.raises(ValueError, match="symmetric"):
+        select_entropy(D, 3)
+    D = C.copy()
+    D[sel.indices[0], unread[0]] = np.inf
+    with pytest.raises(ValueError, match="infinite|NaN|finite"):
+        select_entropy(D, 3)
+    assert select_entropy(C.astype(np.float32), 3).indices.tolist() == sel.indices.tolist()
+    C_before = C.copy()
+    select_entropy(C, 3, check_input="full")
+    np.testing.assert_array_equal(C, C_before)
+
+
 def test_greedy_map_is_near_optimal_on_small_problem() -> None:
     rng = np.random.default_rng(4)
     F = rng.normal(size=(12, 5))

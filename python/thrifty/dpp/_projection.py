@@ -87,8 +87,8 @@ class ProjectionDPP:
         Verify orthonormality (O(np²)). ``False`` trusts the caller (e.g. for a basis that comes
         from :func:`orthonormalize`); the samplers still clamp and renormalise residuals.
     method : {"accept_reject", "chain"}, default "accept_reject"
-        Exact sampler. ``"accept_reject"`` proposes items from an alias table over the leverage
-        scores ``K_ii`` and accepts with probability residual/leverage (Barthelmé, Tremblay & Amblard
+        Exact sampler. ``"accept_reject"`` proposes items ∝ the leverage scores ``K_ii`` (a guide
+        table: O(1) expected per draw) and accepts with probability residual/leverage (Barthelmé, Tremblay & Amblard
         2023): O(np) setup once, then O(p³ log p) per sample independent of n. ``"chain"`` is the
         chain rule with a full residual update per step (O(np²) per sample). Both are the same
         pivoted-Cholesky loop of the core and draw from the same distribution.
@@ -130,7 +130,7 @@ class ProjectionDPP:
             self.U.setflags(write=False)
         tol = 1e-3 if u.dtype == np.float32 else 1e-6
         self._core = _core.DppProjection(self.U, tol if check else None)
-        self._kdiag: npt.NDArray[np.float64] = np.asarray(self._core.leverage())
+        self._kdiag_cache: npt.NDArray[np.float64] | None = None
         self.n_items: int = int(u.shape[0])
         self.rank: int = int(u.shape[1])
         self.last_seed_: int | None = None
@@ -179,6 +179,13 @@ class ProjectionDPP:
             count, lambda off, size: np.asarray(self._core.sample_many(size, m, seed, nj, off)), progress, "DPP samples"
         )
         return np.asarray(np.concatenate(parts), dtype=np.int64)
+
+    @property
+    def _kdiag(self) -> npt.NDArray[np.float64]:
+        # Copied out of the core on first use: a one-off sample does not pay for it.
+        if self._kdiag_cache is None:
+            self._kdiag_cache = np.asarray(self._core.leverage())
+        return self._kdiag_cache
 
     def inclusion_probabilities(self) -> npt.NDArray[np.float64]:
         """``P(i ∈ S) = K_ii = ‖U_i‖²`` (float64, shape (n,), sums to rank)."""

@@ -62,3 +62,49 @@ pub fn spd_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
     let llt = view(a, n, n).llt(faer::Side::Lower).ok()?;
     Some(to_row_major(llt.inverse().as_ref()))
 }
+
+/// The full orthogonal factor Q (m×m) of the QR decomposition of `a` (m×n), computed on the
+/// calling thread. faer's `Mat::qr` uses the global parallelism, which hands even a 100×50
+/// factorisation to the rayon pool (about a millisecond of wake-up when called from outside it).
+pub fn full_q_seq(a: MatRef<'_, f64>) -> Mat<f64> {
+    use faer::dyn_stack::{MemBuffer, MemStack};
+    use faer::linalg::{householder, qr::no_pivoting::factor};
+    use faer::{Conj, Par};
+    let (m, n) = a.shape();
+    let mut qr = a.to_owned();
+    let bs = factor::recommended_block_size::<f64>(m, n);
+    let mut coeff = Mat::<f64>::zeros(bs, m.min(n));
+    let mut mem = MemBuffer::new(factor::qr_in_place_scratch::<f64>(m, n, bs, Par::Seq, Default::default()));
+    factor::qr_in_place(qr.as_mut(), coeff.as_mut(), Par::Seq, MemStack::new(&mut mem), Default::default());
+    let mut q = Mat::<f64>::identity(m, m);
+    let mut mem = MemBuffer::new(householder::apply_block_householder_sequence_on_the_left_in_place_scratch::<f64>(m, bs, m));
+    householder::apply_block_householder_sequence_on_the_left_in_place_with_conj(
+        qr.as_ref().subcols(0, m.min(n)),
+        coeff.as_ref(),
+        Conj::No,
+        q.as_mut(),
+        Par::Seq,
+        MemStack::new(&mut mem),
+    );
+    q
+}
+
+#[cfg(test)]
+mod qr_tests {
+    use super::*;
+
+    #[test]
+    fn full_q_seq_matches_faer_and_is_orthogonal() {
+        let (m, n) = (9, 4);
+        let a = Mat::<f64>::from_fn(m, n, |i, j| ((i * 7 + j * 3) % 5) as f64 - 1.5 + (i == j) as u8 as f64);
+        let q = full_q_seq(a.as_ref());
+        let reference = a.qr().compute_Q();
+        for i in 0..m {
+            for j in 0..m {
+                let qtq: f64 = (0..m).map(|r| q[(r, i)] * q[(r, j)]).sum();
+                assert!((qtq - (i == j) as u8 as f64).abs() < 1e-12);
+                assert!((q[(i, j)] - reference[(i, j)]).abs() < 1e-12);
+            }
+        }
+    }
+}

@@ -111,7 +111,7 @@ fn dpp_exact_variance(py: Python<'_>, w: &Bound<'_, PyAny>, g: PyReadonlyArray1<
 
 // ---- projection DPP ------------------------------------------------------------------------
 
-/// A projection DPP K = UUᵀ: leverage scores and alias table, with a reference to U (read-only).
+/// A projection DPP K = UUᵀ: leverage scores and their guide table, with a reference to U (read-only).
 #[pyclass(module = "thrifty._core", name = "DppProjection", frozen)]
 struct DppProjection {
     u: Py<PyAny>,
@@ -322,9 +322,16 @@ fn dpp_daubechies_phi<'py>(py: Python<'py>, t: PyReadonlyArray1<'py, f64>, order
 // ---- greedy selection ----------------------------------------------------------------------
 
 /// Greedy entropy selection on a full covariance (float32 or float64).
+/// `check`: "read" (the entries the selection reads), "full" (the whole matrix) or "skip".
 #[pyfunction]
-#[pyo3(signature = (cov, k, tol, check=true))]
-fn dpp_greedy_entropy<'py>(py: Python<'py>, cov: &Bound<'py, PyAny>, k: usize, tol: f64, check: bool) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>)> {
+#[pyo3(signature = (cov, k, tol, check="read"))]
+fn dpp_greedy_entropy<'py>(py: Python<'py>, cov: &Bound<'py, PyAny>, k: usize, tol: f64, check: &str) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>)> {
+    let check = match check {
+        "read" => greedy::Check::Read,
+        "full" => greedy::Check::Full,
+        "skip" => greedy::Check::Skip,
+        other => return Err(PyValueError::new_err(format!("check must be 'read', 'full' or 'skip', got {other:?}"))),
+    };
     let p = if is_f32(cov, "cov")? {
         let a = cov.extract::<PyReadonlyArray2<'_, f32>>()?;
         let (s, n, _) = slice2(&a, "cov")?;

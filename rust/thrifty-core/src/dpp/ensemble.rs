@@ -7,14 +7,13 @@
 //! k of them with the elementary symmetric polynomials (k-DPP), then sample the projection DPP
 //! spanned by the kept eigenvectors with the pivoted-Cholesky loop. The ESP recursion runs in log
 //! space, so it neither overflows nor underflows (N = 10⁴, k = 10³ and condition numbers of 10¹²).
-use super::alias::AliasTable;
+use super::guide::GuideTable;
 use super::ortho;
 use super::pivot::{self, FactorState, Mode};
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::linalg;
 use crate::rng::{self, Stream};
 use crate::scalar::Real;
-use rayon::prelude::*;
 
 /// Eigenpairs of L with λ > 0: `v` is n×r row-major with orthonormal columns.
 #[derive(Clone, Debug)]
@@ -115,7 +114,7 @@ impl Spectrum {
         let lev = ortho::leverage(&u, self.n, k);
         let mut st = FactorState::new(&u, self.n, k, &lev);
         let path = if k >= 16 {
-            let table = AliasTable::new(&lev)?;
+            let table = GuideTable::new(&lev)?;
             pivot::run(&mut st, Mode::AcceptReject(rng, &table), k, super::projection::TOL)?
         } else {
             pivot::run(&mut st, Mode::Sample(rng), k, super::projection::TOL)?
@@ -132,7 +131,7 @@ impl Spectrum {
 
     /// Samples number `offset .. offset + count` of the family seeded by `seed`.
     pub fn sample_many(&self, offset: usize, count: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
-        (offset as u64..(offset + count) as u64).into_par_iter().map(|s| self.sample(seed, s)).collect()
+        super::per_sample(offset, count, |s| self.sample(seed, s)).into_iter().collect()
     }
 
     /// k-DPP samples number `offset .. offset + count` (exactly k items each).
@@ -144,14 +143,13 @@ impl Spectrum {
             return Err(ThriftyError::invalid("k", format!("k = {k} exceeds the rank of L ({})", self.r)));
         }
         let esp = LogEsp::new(&self.lam, k);
-        (offset as u64..(offset + count) as u64)
-            .into_par_iter()
-            .map(|s| {
-                let mut r = rng::stream(seed, s);
-                let cols = esp.select(&mut r);
-                self.project(&cols, &mut r)
-            })
-            .collect()
+        super::per_sample(offset, count, |s| {
+            let mut r = rng::stream(seed, s);
+            let cols = esp.select(&mut r);
+            self.project(&cols, &mut r)
+        })
+        .into_iter()
+        .collect()
     }
 }
 

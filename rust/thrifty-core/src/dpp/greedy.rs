@@ -19,18 +19,46 @@ fn check_k(k: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// How much of a covariance matrix the greedy selections validate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// Nothing beyond the shape: the caller vouches for the matrix (NaN never panics).
+    Skip,
+    /// Every entry the selection reads: the diagonal (finite, ≥ 0) and the rows of the chosen items
+    /// (finite, equal to the matching columns). O(nk) for entropy selection, which reads nothing else.
+    Read,
+    /// The whole matrix: finite, symmetric, diagonal ≥ 0. O(n²).
+    Full,
+}
+
+fn symmetric_tol(amax: f64) -> f64 {
+    1e-8 * amax
+}
+
+fn check_diagonal<T: Real>(cov: &[T], n: usize) -> Result<f64> {
+    let mut amax = 0.0f64;
+    for i in 0..n {
+        let v = cov[i * n + i].as_f64();
+        if !v.is_finite() {
+            return Err(ThriftyError::NotFinite { arg: "cov" });
+        }
+        if v < 0.0 {
+            return Err(ThriftyError::invalid("cov", "has a negative diagonal entry (not positive semi-definite)"));
+        }
+        amax = amax.max(v);
+    }
+    Ok(amax)
+}
+
 fn check_cov<T: Real>(cov: &[T], n: usize) -> Result<()> {
     use rayon::prelude::*;
-    ensure_matrix("cov", cov, n, n)?;
     super::ortho::finite("cov", cov)?;
+    check_diagonal(cov, n)?;
     let amax = cov.par_chunks(n.max(1)).map(|r| r.iter().fold(0.0f64, |a, b| a.max(Real::as_f64(*b).abs()))).reduce(|| 0.0, f64::max);
-    if (0..n).any(|i| cov[i * n + i].as_f64() < 0.0) {
-        return Err(ThriftyError::invalid("cov", "has a negative diagonal entry (not positive semi-definite)"));
-    }
     // Symmetry, compared tile by tile (64×64) so both reads stay in cache; tiles in parallel.
     const TILE: usize = 64;
     let nt = n.div_ceil(TILE);
-    let tol = 1e-8 * amax;
+    let tol = symmetric_tol(amax);
     let asym = (0..nt).into_par_iter().any(|bi| {
         (0..=bi).any(|bj| {
             let (i0, j0) = (bi * TILE, bj * TILE);
@@ -45,19 +73,55 @@ fn check_cov<T: Real>(cov: &[T], n: usize) -> Result<()> {
     Ok(())
 }
 
+/// The rows `rows` are finite and equal (to the symmetry tolerance) to the matching columns.
+/// The columns are gathered row by row (each row of the matrix contributes |rows| entries), in
+/// parallel over row blocks: O(n·|rows|) reads, never the whole matrix.
+fn check_rows<T: Real>(cov: &[T], n: usize, rows: &[usize], diag_max: f64) -> Result<()> {
+    use rayon::prelude::*;
+    let mut amax = diag_max;
+    for &a in rows {
+        let r = &cov[a * n..(a + 1) * n];
+        super::ortho::finite("cov", r)?;
+        amax = r.iter().fold(amax, |m, v| m.max(v.as_f64().abs()));
+    }
+    let tol = symmetric_tol(amax);
+    let asym = cov.par_chunks(n * 256).enumerate().any(|(b, blk)| {
+        blk.chunks(n).enumerate().any(|(di, row)| {
+            let i = b * 256 + di;
+            rows.iter().any(|&a| {
+                let (c, r) = (row[a].as_f64(), cov[a * n + i].as_f64());
+                !((c - r).abs() <= tol)
+            })
+        })
+    });
+    if asym {
+        return Err(ThriftyError::invalid("cov", "must be symmetric (a chosen row differs from its column)"));
+    }
+    Ok(())
+}
+
 /// Greedy entropy (log-det) selection of up to `k` items from a full covariance; stops early when
 /// the residual variances fall below `tol · max Σ_ii` (the numerical rank).
 ///
-/// `check = false` skips the O(n²) finiteness/symmetry validation (the caller vouches for the
-/// input; only the rows of chosen items and the diagonal are read, and NaN never panics).
-pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64, check: bool) -> Result<PivotPath> {
-    if check {
-        check_cov(cov, n)?;
-    } else {
-        ensure_matrix("cov", cov, n, n)?;
-    }
+/// The selection reads only the diagonal and the rows of the chosen items; `check` says which
+/// entries are validated (see [`Check`]). A NaN in a row that is read never panics: it is caught
+/// by the check after the loop.
+pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64, check: Check) -> Result<PivotPath> {
+    ensure_matrix("cov", cov, n, n)?;
     check_k(k, n)?;
-    pivot::run(&mut KernelState::new(cov, n), Mode::Argmax, k, tol)
+    let diag_max = match check {
+        Check::Skip => 0.0,
+        Check::Read => check_diagonal(cov, n)?,
+        Check::Full => {
+            check_cov(cov, n)?;
+            0.0
+        }
+    };
+    let path = pivot::run(&mut KernelState::new(cov, n), Mode::Argmax, k, tol)?;
+    if check == Check::Read {
+        check_rows(cov, n, &path.items, diag_max)?;
+    }
+    Ok(path)
 }
 
 /// Greedy entropy / MAP selection on L = VVᵀ, V n×p.
@@ -71,11 +135,12 @@ pub fn entropy_factor<T: super::ortho::Dense>(v: &[T], n: usize, p: usize, k: us
 
 /// Greedy mutual-information selection (Krause et al.), with nugget `noise` > 0.
 /// Returns the chosen items, their residual variances σ²(y|A) and the MI gains.
+///
+/// The O(n³) inverse reads every entry, so `check = true` validates the whole matrix (O(n²)).
 pub fn mutual_information(cov: &[f64], n: usize, k: usize, noise: f64, check: bool) -> Result<(PivotPath, Vec<f64>)> {
+    ensure_matrix("cov", cov, n, n)?;
     if check {
         check_cov(cov, n)?;
-    } else {
-        ensure_matrix("cov", cov, n, n)?;
     }
     check_k(k, n)?;
     if !(noise > 0.0) || !noise.is_finite() {
@@ -193,6 +258,38 @@ mod tests {
         assert!((path.log_det() - logdet_sub(&s, n, &chosen)).abs() < 1e-9);
         assert!(mutual_information(&c, n, 11, noise, true).is_err());
         assert!(mutual_information(&c, n, 2, 0.0, true).is_err());
+    }
+
+    #[test]
+    fn read_check_covers_exactly_the_entries_read() {
+        let n = 12;
+        let c = cov(n);
+        let k = 3;
+        let path = entropy_kernel(&c, n, k, 1e-10, Check::Read).unwrap();
+        assert_eq!(path.items, entropy_kernel(&c, n, k, 1e-10, Check::Full).unwrap().items);
+        let unread = (0..n).find(|i| !path.items.contains(i)).unwrap();
+        let other = (0..n).find(|i| *i != unread && !path.items.contains(i)).unwrap();
+        // Damage outside the rows read: the selection is unchanged, Read accepts, Full rejects.
+        for bad in [f64::NAN, 7.0] {
+            let mut d = c.clone();
+            d[unread * n + other] = bad;
+            assert_eq!(entropy_kernel(&d, n, k, 1e-10, Check::Read).unwrap().items, path.items);
+            assert!(entropy_kernel(&d, n, k, 1e-10, Check::Full).is_err());
+            assert!(entropy_kernel(&d, n, k, 1e-10, Check::Skip).is_ok());
+        }
+        // Damage in a chosen row (NaN, or a value that differs from its column): Read rejects.
+        let a = path.items[1];
+        for bad in [f64::NAN, 0.5] {
+            let mut d = c.clone();
+            d[a * n + unread] = bad;
+            assert!(entropy_kernel(&d, n, k, 1e-10, Check::Read).is_err(), "{bad}");
+        }
+        // The diagonal is always read.
+        let mut d = c.clone();
+        d[unread * n + unread] = -1.0;
+        assert!(entropy_kernel(&d, n, k, 1e-10, Check::Read).is_err());
+        d[unread * n + unread] = f64::INFINITY;
+        assert!(entropy_kernel(&d, n, k, 1e-10, Check::Read).is_err());
     }
 
     #[test]

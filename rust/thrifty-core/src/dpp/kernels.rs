@@ -196,7 +196,7 @@ impl Stratified {
 
     /// Samples number `offset .. offset + count` of the family seeded by `seed`.
     pub fn sample_range(&self, offset: usize, count: usize, seed: u64) -> Vec<Vec<usize>> {
-        (offset as u64..(offset + count) as u64).into_par_iter().map(|s| self.sample(seed, s)).collect()
+        super::per_sample(offset, count, |s| self.sample(seed, s))
     }
 }
 

@@ -6,7 +6,7 @@
 //! - `Sample`: j with probability d_j / Σd (the exact chain rule of a projection DPP; Σd is the
 //!   *actual* sum after clamping, so the probabilities always sum to one);
 //! - `Argmax`: j = argmax d (greedy MAP / entropy selection; log det K_AA = Σ log d_pivot);
-//! - `AcceptReject`: propose j from an alias table over the leverage scores ℓ_j = K_jj, accept with
+//! - `AcceptReject`: propose j from a guide table over the leverage scores ℓ_j = K_jj, accept with
 //!   probability d_j/ℓ_j (Barthelmé–Tremblay–Amblard 2023). Only d_j of the proposals is computed,
 //!   so the cost per sample does not depend on N.
 //!
@@ -15,7 +15,7 @@
 //! re-orthogonalisation guard), and [`KernelState`] for a full symmetric n×n kernel (columns of the
 //! Cholesky factor). Guards: residuals clamped at 0, renormalisation by the actual sum, a rank
 //! tolerance below which the loop stops (argmax) or a residual is treated as 0 (sampling).
-use super::alias::AliasTable;
+use super::guide::GuideTable;
 use crate::error::{Result, ThriftyError};
 use crate::rng::{self, Stream};
 use crate::scalar::Real;
@@ -203,7 +203,7 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
         let (p, t) = (self.p, self.t);
         // Complete the chosen directions to an orthonormal basis of R^p (Householder QR of Qᵀ).
         let qt = faer::Mat::<f64>::from_fn(p, t, |i, s| self.q[s * p + i]);
-        let full = qt.qr().compute_Q();
+        let full = crate::linalg::full_q_seq(qt.as_ref());
         let m = p - t;
         let mut comp = vec![0.0; m * p];
         for r in 0..m {
@@ -346,7 +346,7 @@ impl<'a, T: Real> PivotState for KernelState<'a, T> {
 pub enum Mode<'a> {
     Sample(&'a mut Stream),
     Argmax,
-    AcceptReject(&'a mut Stream, &'a AliasTable),
+    AcceptReject(&'a mut Stream, &'a GuideTable),
 }
 
 /// The chosen items in order and their pivots (conditional variances); log det K_AA = Σ ln pivot.
@@ -364,7 +364,7 @@ impl PivotPath {
 
 /// Run the loop for at most `k` steps. `tol` is the relative rank tolerance: argmax stops when the
 /// largest residual is below `tol · max K_ii`; sampling treats such residuals as zero. The
-/// `AcceptReject` mode needs a state whose diagonal is the alias table's weights and a projection
+/// `AcceptReject` mode needs a state whose diagonal is the guide table's weights and a projection
 /// kernel (residuals ≤ leverage); it fails with a numerical error instead of looping forever.
 pub fn run<S: PivotState>(state: &mut S, mode: Mode<'_>, k: usize, tol: f64) -> Result<PivotPath> {
     let n = state.n();

@@ -1,28 +1,27 @@
 //! Exact sampling of projection DPPs K = UUᵀ (U n×p with orthonormal columns), one independent RNG
 //! stream per sample, in parallel.
-use super::alias::AliasTable;
+use super::guide::GuideTable;
 use super::ortho;
 use super::pivot::{self, FactorState, Mode};
 use crate::error::{ensure_matrix, Result, ThriftyError};
 use crate::rng;
-use rayon::prelude::*;
 
 /// Which pivot rule draws the sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
     /// Chain rule with a full residual update per step: O(n·p²) per sample.
     Chain,
-    /// Accept/reject proposals from the leverage alias table: O(p³ log p) per sample after an O(np)
+    /// Accept/reject proposals from the leverage guide table: O(p³ log p) per sample after an O(np)
     /// setup.
     AcceptReject,
 }
 
-/// A validated projection kernel with its leverage scores and alias table.
+/// A validated projection kernel with its leverage scores and their guide table.
 pub struct Projection {
     pub n: usize,
     pub p: usize,
     pub leverage: Vec<f64>,
-    table: AliasTable,
+    table: GuideTable,
 }
 
 /// Rank tolerance of the samplers (relative residual treated as zero).
@@ -50,7 +49,7 @@ impl Projection {
                 ));
             }
         }
-        let table = AliasTable::new(&leverage)?;
+        let table = GuideTable::new(&leverage)?;
         Ok(Projection { n, p, leverage, table })
     }
 
@@ -75,7 +74,7 @@ impl Projection {
 
     /// Samples number `offset .. offset + count` of the family seeded by `seed` (for chunked calls).
     pub fn sample_range<T: ortho::Dense>(&self, u: &[T], offset: usize, count: usize, method: Method, seed: u64) -> Result<Vec<Vec<usize>>> {
-        (offset as u64..(offset + count) as u64).into_par_iter().map(|s| self.sample(u, method, seed, s)).collect()
+        super::per_sample(offset, count, |s| self.sample(u, method, seed, s)).into_iter().collect()
     }
 }
 
