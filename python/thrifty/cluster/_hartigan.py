@@ -193,8 +193,11 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
 
     # -- fitting ------------------------------------------------------------------------------
     def _validate_train(self, X: npt.ArrayLike) -> npt.NDArray[Any]:
+        # NaN/inf are rejected by the core in its first read pass ("X contains NaN or infinity"),
+        # which saves scikit-learn's separate scan of the whole array.
         Xv: npt.NDArray[Any] = validate_data(
-            self, X, dtype=[np.float64, np.float32], order="C", accept_sparse=False, copy=False
+            self, X, dtype=[np.float64, np.float32], order="C", accept_sparse=False, copy=False,
+            ensure_all_finite=False,
         )
         return Xv
 
@@ -228,6 +231,8 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             )
 
         if callable(init):
+            if not np.isfinite(X).all():  # before the user's callable sees the data
+                raise ValueError("X contains NaN or infinity")
             best: dict[str, Any] | None = None
             for run in range(n_init):
                 rs = np.random.RandomState((seed + run) % (2**32))
@@ -254,7 +259,7 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             for key in ("certified", "batch_moves", "sequential_moves", "sse_after_batch", "sse_after_sequential")
         }
         self._n_features_out = k
-        distinct = np.unique(self.cluster_centers_, axis=0).shape[0]
+        distinct = len({row.tobytes() for row in self.cluster_centers_})  # np.unique(axis=0) costs ms
         if distinct < k:
             warnings.warn(
                 f"Number of distinct clusters ({distinct}) found smaller than n_clusters ({k}). "

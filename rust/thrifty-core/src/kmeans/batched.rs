@@ -3,7 +3,8 @@
 //!
 //! Every iteration:
 //! 1. a parallel pass over fixed 256-row chunks: Hamerly bounds (u ≥ ‖x−c_a‖, l ≤ min_{b≠a}‖x−c_b‖),
-//!    moved by the centre drift, certify points that cannot move under Hartigan's rule
+//!    moved by the centre drift (kept as per-cluster drift sums, see `DriftSums`), certify points that
+//!    cannot move under Hartigan's rule
 //!    (`√(W_min/(W_min+w))·max(l, 2s_a−u) ≥ √(W_a/(W_a−w))·u`); the rest get one GEMM tile against all
 //!    centres and are classified as *Lloyd-type* (a strictly nearer centre exists) or *Hartigan-only*
 //!    candidates (no nearer centre, but a size-weighted cost beats the removal gain);
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use super::distance::{gemm_slack, sq_dist_f64, sq_norm, tile_partial_dists, top2, Scratch, TILE};
+use super::distance::{gemm_slack, scaled_min, sq_dist_f64, sq_norm, tile_partial_dists, top2, Scratch, TILE};
 use crate::error::{Result, ThriftyError};
 use crate::scalar::Real;
 
@@ -191,12 +192,10 @@ struct Geometry<T> {
     round: f64,
     /// Half the distance from each centre to its nearest other centre.
     half_sep: Vec<f64>,
-    drift: Vec<f64>,
-    drift_max: (usize, f64, f64),
 }
 
 impl<T: Real> Geometry<T> {
-    fn new(means: &[f64], k: usize, d: usize, drift: Vec<f64>) -> Self {
+    fn new(means: &[f64], k: usize, d: usize) -> Self {
         let centers: Vec<T> = means.iter().map(|&v| T::of(v)).collect();
         let round = centers
             .chunks_exact(d)
@@ -219,6 +218,31 @@ impl<T: Real> Geometry<T> {
                 0.5 * best.sqrt()
             })
             .collect();
+        Geometry { centers, cc, cc_max, round, half_sep }
+    }
+}
+
+/// Centre drift summed over the iterations, per cluster, so that the bounds need no update pass.
+///
+/// Hamerly's bounds move every iteration: u += drift of the own centre, l −= largest drift of the
+/// others. Writing both for every point is most of the cost of a tail iteration, in which almost
+/// every point is certified. Instead a bound is stored relative to these sums when it is set —
+/// u_stored = u − grow_a, l_stored = l + shrink_a — and read as u_stored + grow_a, l_stored −
+/// shrink_a: the same values, with no store for a certified point. A point keeps its cluster
+/// between two resets of its bounds (a move resets them), so the per-cluster sums apply.
+struct DriftSums {
+    /// Σ over iterations of the drift of centre a.
+    grow: Vec<f64>,
+    /// Σ over iterations of the largest drift among the centres other than a.
+    shrink: Vec<f64>,
+}
+
+impl DriftSums {
+    fn new(k: usize) -> Self {
+        DriftSums { grow: vec![0.0; k], shrink: vec![0.0; k] }
+    }
+
+    fn add(&mut self, drift: &[f64]) {
         let mut dm = (0usize, 0.0f64, 0.0f64);
         for (j, &v) in drift.iter().enumerate() {
             if v > dm.1 {
@@ -227,7 +251,10 @@ impl<T: Real> Geometry<T> {
                 dm.2 = v;
             }
         }
-        Geometry { centers, cc, cc_max, round, half_sep, drift, drift_max: dm }
+        for (a, &v) in drift.iter().enumerate() {
+            self.grow[a] += v;
+            self.shrink[a] += if a == dm.0 { dm.2 } else { dm.1 };
+        }
     }
 }
 
@@ -271,14 +298,13 @@ struct ChunkOut {
 /// `ratio_a = √(W_min/(W_min+w)) / √(W_a/(W_a−w))` (W_min: lightest other cluster) taken at the
 /// heaviest point weight w_max, which makes it a valid (conservative) bound for every point.
 struct Certificate {
-    /// Per cluster: [drift of its centre, largest drift of the others, 2·half-separation, ratio];
-    /// a cluster that must keep its last point gets 2s = ∞ (every member certified).
+    /// Per cluster: [grow_a, shrink_a (see [`DriftSums`]), 2·half-separation, ratio]; a cluster
+    /// that must keep its last point gets 2s = ∞ (every member certified).
     per_cluster: Vec<[f64; 4]>,
 }
 
 impl Certificate {
-    fn new<T: Real>(geo: &Geometry<T>, cl: &Clusters, f: Factors, min_w: (usize, f64, f64), w_max: f64) -> Self {
-        let dm = geo.drift_max;
+    fn new<T: Real>(geo: &Geometry<T>, sums: &DriftSums, cl: &Clusters, f: Factors, min_w: (usize, f64, f64), w_max: f64) -> Self {
         let per_cluster = (0..cl.k)
             .map(|a| {
                 let wm = if a == min_w.0 { min_w.2 } else { min_w.1 };
@@ -286,7 +312,7 @@ impl Certificate {
                 let stuck = cl.counts[a] <= 1;
                 let ratio = if stuck { 1.0 } else if fa.is_finite() { f.join(wm, w_max).sqrt() / fa } else { 0.0 };
                 let two_s = if stuck { f64::INFINITY } else { 2.0 * geo.half_sep[a] };
-                [geo.drift[a], if a == dm.0 { dm.2 } else { dm.1 }, two_s, ratio]
+                [sums.grow[a], sums.shrink[a], two_s, ratio]
             })
             .collect();
         Certificate { per_cluster }
@@ -298,6 +324,7 @@ impl Certificate {
 fn assign_pass<T: Real>(
     data: &Data<'_, T>,
     geo: &Geometry<T>,
+    sums: &DriftSums,
     cl: &Clusters,
     labels: &[u32],
     upper: &mut [f64],
@@ -306,7 +333,8 @@ fn assign_pass<T: Real>(
     min_w: (usize, f64, f64),
 ) -> Vec<ChunkOut> {
     let (d, k) = (data.d, cl.k);
-    let cert = Certificate::new(geo, cl, f, min_w, data.w_max);
+    let cert = Certificate::new(geo, sums, cl, f, min_w, data.w_max);
+    let join_heavy: Vec<f64> = cl.wsum.iter().map(|&wb| f.join(wb, data.w_max)).collect();
     let means = &cl.means;
     upper
         .par_chunks_mut(TILE)
@@ -319,13 +347,13 @@ fn assign_pass<T: Real>(
                 let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), certified: 0 };
                 s.rows.clear();
                 da2s.clear();
-                // Pass 1, branch-light: move every bound by the drift, keep the uncertified rows.
+                // Pass 1, read-only: the bounds as of now (stored + drift sums), keep the
+                // uncertified rows. A negative l is no information, like 0.
                 let lab = &labels[base..base + up.len()];
-                for (r, (&a, (u, l))) in lab.iter().zip(up.iter_mut().zip(lo.iter_mut())).enumerate() {
-                    let [drift, drift_other, two_s, ratio] = cert.per_cluster[a as usize];
-                    *u += drift;
-                    *l = (*l - drift_other).max(0.0);
-                    if ratio * l.max(two_s - *u) < *u {
+                for (r, (&a, (&u, &l))) in lab.iter().zip(up.iter().zip(lo.iter())).enumerate() {
+                    let [grow, shrink, two_s, ratio] = cert.per_cluster[a as usize];
+                    let (u, l) = (u + grow, l - shrink);
+                    if ratio * l.max(two_s - u) < u {
                         s.rows.push(base + r);
                     }
                 }
@@ -334,10 +362,11 @@ fn assign_pass<T: Real>(
                 for q in 0..s.rows.len() {
                     let i = s.rows[q];
                     let (r, a) = (i - base, labels[i] as usize);
-                    let [_, _, two_s, ratio] = cert.per_cluster[a];
+                    let [grow, shrink, two_s, ratio] = cert.per_cluster[a];
                     let da2 = sq_dist_f64(data.row(i), &means[a * d..(a + 1) * d]);
-                    up[r] = da2.sqrt();
-                    if ratio * lo[r].max(two_s - up[r]) < up[r] {
+                    let u = da2.sqrt();
+                    up[r] = u - grow;
+                    if ratio * (lo[r] - shrink).max(two_s - u) < u {
                         s.rows[kept] = i;
                         da2s.push(da2);
                         kept += 1;
@@ -364,16 +393,18 @@ fn assign_pass<T: Real>(
                         let db2 = sq_dist_f64(data.row(i), &means[j1 * d..(j1 + 1) * d]);
                         if db2 < da2 {
                             out.moves.push((i as u32, j1 as u32));
-                            up[local] = db2.sqrt();
+                            let [grow, shrink, _, _] = cert.per_cluster[j1];
+                            up[local] = db2.sqrt() - grow;
                             // Nearest centre other than j1 is the second smallest overall.
-                            lo[local] = lower_of(v2);
+                            lo[local] = lower_of(v2) + shrink;
                             continue;
                         }
                     }
                     // Nearest other than a: v1 unless a itself is the nearest.
                     let other = if j1 == a { v2 } else { v1 };
-                    up[local] = da2.sqrt();
-                    lo[local] = lower_of(other);
+                    let [grow, shrink, _, _] = cert.per_cluster[a];
+                    up[local] = da2.sqrt() - grow;
+                    lo[local] = lower_of(other) + shrink;
                     if f.hartigan {
                         // A Hartigan-only move needs join_b·d_b² < leave_a·d_a² for some b ≠ a; with
                         // the smallest joining factor this is impossible when the nearest other
@@ -381,12 +412,12 @@ fn assign_pass<T: Real>(
                         let gain = f.leave(cl.wsum[a], w) * da2;
                         let wm = if a == min_w.0 { min_w.2 } else { min_w.1 };
                         if f.join(wm, w) * (other - slack).max(0.0) < gain {
-                            let best = row
-                                .iter()
-                                .enumerate()
-                                .filter(|&(j, _)| j != a)
-                                .map(|(j, v)| f.join(cl.wsum[j], w) * (xi2 + v.as_f64() - slack).max(0.0))
-                                .fold(f64::INFINITY, f64::min);
+                            // Joining factors taken at the heaviest weight are the smallest, so
+                            // this keeps a superset of the true candidates (exact for equal
+                            // weights); each is re-checked exactly in the sequential phase.
+                            let base = xi2 - slack;
+                            let best = scaled_min(&row[..a], &join_heavy[..a], base)
+                                .min(scaled_min(&row[a + 1..], &join_heavy[a + 1..], base));
                             if best < gain {
                                 out.candidates.push(i as u32);
                             }
@@ -486,7 +517,7 @@ pub fn run<T: Real>(
     let mut upper = vec![f64::INFINITY; n];
     let mut lower = vec![0.0f64; n];
     {
-        let geo = Geometry::<T>::new(&init64, k, d, vec![0.0; k]);
+        let geo = Geometry::<T>::new(&init64, k, d);
         let nearest = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
         labels.copy_from_slice(&nearest);
     }
@@ -497,6 +528,8 @@ pub fn run<T: Real>(
     let mut converged = false;
     let mut n_iter = 1;
     let mut updates_since_resum = 0usize;
+    // The bounds from the first assignment are exact with zero sums.
+    let mut drift_sums = DriftSums::new(k);
 
     loop {
         if data.cancel.load(Ordering::Relaxed) {
@@ -517,13 +550,14 @@ pub fn run<T: Real>(
             break;
         }
         n_iter += 1;
-        let geo = Geometry::<T>::new(&cl.means, k, d, drift);
+        let geo = Geometry::<T>::new(&cl.means, k, d);
+        drift_sums.add(&drift);
         prev_means = cl.means.clone();
 
         let outs = if !f.hartigan && k * d <= DENSE_MAX_KD {
             dense_lloyd_pass(data, &cl.means, k, &labels)
         } else {
-            assign_pass(data, &geo, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum))
+            assign_pass(data, &geo, &drift_sums, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum))
         };
         let mut st = IterStats::default();
         // Lloyd-type batch.
@@ -578,7 +612,7 @@ pub fn run<T: Real>(
     // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn.
     let (cl, mut inertia) = Clusters::from_labels(data, &labels, k, &cl.means, true);
     if algorithm == Algorithm::Lloyd && !converged_strict(&stats) {
-        let geo = Geometry::<T>::new(&cl.means, k, d, vec![0.0; k]);
+        let geo = Geometry::<T>::new(&cl.means, k, d);
         labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
         inertia = self::inertia(data, &cl.means, &labels);
     }

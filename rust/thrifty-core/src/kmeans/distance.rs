@@ -74,6 +74,23 @@ fn lane_min<T: Real>(row: &[T]) -> T {
     acc.iter().fold(m, |m, &v| if v < m { v } else { m })
 }
 
+/// `min_j scale_j · max(base + v_j, 0)` over `LANES` lanes (∞ when empty): the smallest
+/// size-weighted cost of a row of partial distances.
+#[inline]
+pub fn scaled_min<T: Real>(vals: &[T], scale: &[f64], base: f64) -> f64 {
+    let mut acc = [f64::INFINITY; LANES];
+    let (vc, sc) = (vals.chunks_exact(LANES), scale.chunks_exact(LANES));
+    let (vr, sr) = (vc.remainder(), sc.remainder());
+    for (v, f) in vc.zip(sc) {
+        for l in 0..LANES {
+            let c = f[l] * (base + v[l].as_f64()).max(0.0);
+            acc[l] = if c < acc[l] { c } else { acc[l] };
+        }
+    }
+    let m = vr.iter().zip(sr).fold(f64::INFINITY, |m, (v, f)| m.min(f * (base + v.as_f64()).max(0.0)));
+    acc.iter().fold(m, |m, &v| m.min(v))
+}
+
 /// Reusable per-worker buffers for [`tile_sq_dists`].
 pub struct Scratch<T> {
     pub packed: Vec<T>,

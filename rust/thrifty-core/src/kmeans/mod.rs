@@ -94,7 +94,7 @@ pub fn fit_cancellable<T: Real>(
     p: &Params,
     cancel: &AtomicBool,
 ) -> Result<Fit<T>> {
-    check_data(x, n, d)?;
+    ensure_matrix("X", x, n, d)?;
     let w = check_weights(sample_weight, n)?;
     let k = p.n_clusters;
     if k == 0 {
@@ -121,7 +121,8 @@ pub fn fit_cancellable<T: Real>(
         }
     }
 
-    // One read pass: column sums and row norms over fixed blocks (deterministic on any thread count).
+    // One read pass: column sums and row norms over fixed blocks (deterministic on any thread count);
+    // it doubles as the finiteness check.
     let mut xx = vec![0.0f64; n];
     let col_sums: Vec<Vec<f64>> = x
         .par_chunks(d * 4096)
@@ -137,6 +138,10 @@ pub fn fit_cancellable<T: Real>(
             s
         })
         .collect();
+    // A row is finite iff its squared norm is, unless the norm overflowed: only then scan the data.
+    if xx.iter().any(|v| !v.is_finite()) {
+        check_data(x, n, d)?;
+    }
     let mut mean = vec![0.0f64; d];
     for s in &col_sums {
         for (m, v) in mean.iter_mut().zip(s) {
