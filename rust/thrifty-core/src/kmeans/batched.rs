@@ -709,21 +709,45 @@ fn fill_empty_clusters<T: Real>(data: &Data<'_, T>, labels: &mut [u32], upper: &
     if empty.is_empty() {
         return;
     }
-    let mut order: Vec<usize> = (0..data.n()).collect();
-    order.sort_by(|&a, &b| upper[b].total_cmp(&upper[a]).then(a.cmp(&b)));
-    let mut it = order.into_iter();
-    for j in empty {
-        for i in it.by_ref() {
+    // Farthest first (ties → lower index). Only the head of that order is ever used, so select a
+    // few times more candidates than empty clusters and sort those; the full sort is the fallback
+    // when the head runs out (every candidate's cluster down to its last point).
+    let n = data.n();
+    let farther = |a: &usize, b: &usize| upper[*b].total_cmp(&upper[*a]).then(a.cmp(b));
+    let mut order: Vec<usize> = (0..n).collect();
+    let head = (4 * empty.len() + 64).min(n);
+    if head < n {
+        order.select_nth_unstable_by(head - 1, farther);
+        order.truncate(head);
+    }
+    order.sort_by(farther);
+    let (mut next, mut full) = (0, head == n);
+    let mut moved = Vec::with_capacity(empty.len());
+    'fill: for j in empty {
+        loop {
+            if next == order.len() {
+                if full {
+                    break 'fill; // no cluster can spare a point (cannot happen when n ≥ k)
+                }
+                order = (0..n).collect();
+                order.sort_by(farther);
+                full = true;
+            }
+            let i = order[next];
+            next += 1;
             let a = labels[i] as usize;
             if counts[a] >= 2 {
                 counts[a] -= 1;
                 counts[j] += 1;
                 labels[i] = j as u32;
-                upper[i] = f64::INFINITY;
-                lower[i] = 0.0;
+                moved.push(i);
                 break;
             }
         }
+    }
+    for i in moved {
+        upper[i] = f64::INFINITY;
+        lower[i] = 0.0;
     }
 }
 
