@@ -1,12 +1,41 @@
 """thrifty — cheaper machine learning on a Rust core.
 
-Subpackages, one per capability:
+Subpackages, one per capability (imported lazily on first attribute access, so ``import thrifty``
+then ``thrifty.cluster`` works and costs nothing until used):
 
 - :mod:`thrifty.cluster` — batched Hartigan k-means (:class:`~thrifty.cluster.HartiganKMeans`).
 - :mod:`thrifty.inference` — held-out tests for supervised subspaces (PLS, SPCA, probes).
 - :mod:`thrifty.dpp` — determinantal point process samplers, coresets and minibatches.
+- :mod:`thrifty.compress` — activation compression for PyTorch training (needs ``torch``).
+
+:func:`show_versions` prints the versions of thrifty, its dependencies and its native backends,
+for bug reports.
 """
 
-from thrifty._core import __version__
+from __future__ import annotations
 
-__all__ = ["__version__"]
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from thrifty._core import __version__
+from thrifty._show_versions import show_versions
+
+if TYPE_CHECKING:
+    from thrifty import cluster, compress, dpp, inference
+
+_SUBMODULES = ("cluster", "compress", "dpp", "inference")
+
+__all__ = ["__version__", "show_versions", *_SUBMODULES]
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"thrifty.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'thrifty' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SUBMODULES))
