@@ -28,9 +28,14 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     returns its initialisation. thrifty makes it as fast as Lloyd: triangle-inequality bounds with
     Hartigan's size factors certify points that cannot move; moves to a strictly nearer centre are
     applied together in parallel (always safe: the SSE cannot increase); the few remaining
-    Hartigan-only moves are applied one by one with O(d) updates. The SSE never increases and no
-    cluster is ever emptied. ``algorithm="lloyd"`` runs Lloyd's algorithm with the same bounds and
-    fused distance tiles.
+    Hartigan-only moves are applied one by one with O(d) updates. A run first follows Lloyd's rule
+    to its fixed point and then Hartigan's, so from the same start it never ends above Lloyd. The
+    SSE never increases. A batch may empty a cluster; it is re-seeded in the same iteration (with
+    the point whose removal lowers the SSE most), so every fitted cluster is non-empty whenever
+    ``X`` has at least ``n_clusters`` distinct rows. ``algorithm="lloyd"`` runs Lloyd's algorithm
+    with the same bounds and fused distance tiles and follows :class:`sklearn.cluster.KMeans` step
+    for step from the same start, empty clusters included (relocated to the points farthest from
+    their centres, as scikit-learn does).
 
     The parameters and fitted attributes follow :class:`sklearn.cluster.KMeans`.
 
@@ -83,7 +88,8 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         The initial centres of the best run.
     iteration_stats_ : dict of ndarray
         Per iteration of the best run: ``certified`` (points the bounds proved unmovable),
-        ``batch_moves``, ``sequential_moves``, ``sse_after_batch``, ``sse_after_sequential``.
+        ``batch_moves``, ``relocated`` (points moved into clusters the batch emptied),
+        ``sequential_moves``, ``sse_after_batch``, ``sse_after_sequential``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str (only when X has string column names)
 
@@ -256,7 +262,7 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         self.init_centers_ = result["init_centers"]
         self.iteration_stats_ = {
             key: result[key]
-            for key in ("certified", "batch_moves", "sequential_moves", "sse_after_batch", "sse_after_sequential")
+            for key in ("certified", "batch_moves", "relocated", "sequential_moves", "sse_after_batch", "sse_after_sequential")
         }
         self._n_features_out = k
         distinct = len({row.tobytes() for row in self.cluster_centers_})  # np.unique(axis=0) costs ms

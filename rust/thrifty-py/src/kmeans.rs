@@ -78,6 +78,7 @@ fn fit_typed<'py, T: Real + numpy::Element>(
     out.set_item("certified", col(&|s| s.certified as f64))?;
     out.set_item("batch_moves", col(&|s| s.batch_moves as f64))?;
     out.set_item("sequential_moves", col(&|s| s.sequential_moves as f64))?;
+    out.set_item("relocated", col(&|s| s.relocated as f64))?;
     out.set_item("sse_after_batch", col(&|s| s.sse_after_batch))?;
     out.set_item("sse_after_sequential", col(&|s| s.sse_after_sequential))?;
     Ok(out)

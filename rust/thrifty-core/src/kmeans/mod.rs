@@ -155,6 +155,7 @@ pub fn fit_cancellable<T: Real>(
     // the spread: then ‖x‖² − 2x·c + ‖c‖² would cancel badly. Otherwise the copy costs more than
     // it buys, and the caller's array is used as is (read-only).
     let centred: Vec<T>;
+    let mut origin = vec![0.0f64; d]; // the data's mean in working coordinates
     let xw: &[T] = if mean_sq > var_sum {
         let mut xc = vec![T::zero(); n * d];
         xc.par_chunks_mut(d * TILE).zip(x.par_chunks(d * TILE)).zip(xx.par_chunks_mut(TILE)).for_each(|((dst, src), norms)| {
@@ -168,6 +169,7 @@ pub fn fit_cancellable<T: Real>(
         centred = xc;
         &centred
     } else {
+        origin = mean.clone();
         mean.iter_mut().for_each(|m| *m = 0.0);
         x
     };
@@ -176,7 +178,7 @@ pub fn fit_cancellable<T: Real>(
     let var_sum = if xw.as_ptr() == x.as_ptr() { var_sum } else { xx.iter().sum::<f64>() / n as f64 };
     let tol = p.tol * var_sum / d as f64;
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
-    let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel };
+    let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel, origin: &origin };
 
     let runs: Vec<Result<(batched::Run<T>, Vec<T>)>> = (0..p.n_init)
         .into_par_iter()
