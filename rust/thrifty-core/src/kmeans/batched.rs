@@ -15,10 +15,12 @@
 //!    the SSE);
 //! 3. (Hartigan) the candidates are re-checked one by one against the current means with exact
 //!    distances and moved with O(d) mean updates (never out of a singleton).
+//!
 //! A Hartigan run starts with Lloyd's rule (steps 1–2 with unit factors, exactly scikit-learn's
 //! Lloyd) and switches to Hartigan's at Lloyd's fixed point (or when the shift falls below `tol`), so
 //! it never ends above Lloyd from the same start: Hartigan's moves then escape the fixed point
 //! (every Hartigan local optimum is a Lloyd fixed point, not conversely).
+//!
 //! The run stops when an iteration moves nothing (a Hartigan local optimum for Hartigan, a Lloyd fixed
 //! point for Lloyd), when the centre shift falls below `tol`, or after `max_iter` iterations.
 //! All reductions run over fixed blocks in a fixed order, so results do not depend on the thread count.
@@ -111,7 +113,9 @@ impl Clusters {
     /// cancellation).
     fn from_labels<T: Real>(data: &Data<'_, T>, labels: &[u32], k: usize, old_means: &[f64], with_sse: bool) -> (Self, f64) {
         let (d, n) = (data.d, data.n());
-        let n_blocks = n.div_ceil(4096).clamp(1, 64);
+        // Fixed blocks (the same on any thread count), few enough that their partial sums stay
+        // within ~256 MiB for large k·d.
+        let n_blocks = n.div_ceil(4096).clamp(1, 64).min(((1usize << 28) / (8 * k * d).max(1)).max(1));
         let block = n.div_ceil(n_blocks);
         let partial: Vec<(Vec<usize>, Vec<f64>, Vec<f64>, f64)> = (0..n_blocks)
             .into_par_iter()
@@ -377,6 +381,9 @@ fn assign_pass<T: Real>(
             |(s, da2s), (t, (up, lo))| {
                 let base = t * TILE;
                 let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), certified: 0 };
+                if data.cancel.load(Ordering::Relaxed) {
+                    return out; // the run returns Err(Interrupted) after the pass
+                }
                 s.rows.clear();
                 da2s.clear();
                 // Pass 1, read-only: the bounds as of now (stored + drift sums), keep the
@@ -484,6 +491,9 @@ fn dense_lloyd_pass<T: Real>(data: &Data<'_, T>, means: &[f64], k: usize, labels
         .enumerate()
         .map(|(t, lab)| {
             let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), certified: 0 };
+            if data.cancel.load(Ordering::Relaxed) {
+                return out;
+            }
             for (r, &a) in lab.iter().enumerate() {
                 let i = t * TILE + r;
                 let x = data.row(i);
@@ -549,13 +559,16 @@ pub fn run<T: Real>(
     let init64: Vec<f64> = init.iter().map(|v| v.as_f64()).collect();
 
     // Iteration 0: nearest-centre assignment with exact bounds (every point starts uncertified).
-    let mut labels = vec![0u32; n];
-    let mut upper = vec![f64::INFINITY; n];
-    let mut lower = vec![0.0f64; n];
+    let mut labels = super::try_filled(n, 0u32, "X")?;
+    let mut upper = super::try_filled(n, f64::INFINITY, "X")?;
+    let mut lower = super::try_filled(n, 0.0f64, "X")?;
     {
         let geo = Geometry::<T>::new(&init64, k, d);
         let nearest = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
         labels.copy_from_slice(&nearest);
+    }
+    if data.cancel.load(Ordering::Relaxed) {
+        return Err(ThriftyError::Interrupted);
     }
     let (mut cl, _) = Clusters::from_labels(data, &labels, k, &init64, false);
     for i in relocate_empty(data, &mut cl, &mut labels, f, &init64) {
@@ -605,6 +618,9 @@ pub fn run<T: Real>(
         } else {
             assign_pass(data, &geo, &drift_sums, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum))
         };
+        if data.cancel.load(Ordering::Relaxed) {
+            return Err(ThriftyError::Interrupted); // the pass skipped its remaining tiles
+        }
         let mut st = IterStats::default();
         // Lloyd-type batch (it may empty a cluster: the relocation below re-seeds it).
         for out in &outs {
@@ -737,6 +753,9 @@ fn nearest_with_bounds<T: Real>(
         .for_each_init(
             || Scratch::<T>::new(d, k),
             |s, (t, ((lab, up), lo))| {
+                if data.cancel.load(Ordering::Relaxed) {
+                    return;
+                }
                 let base = t * TILE;
                 s.rows.clear();
                 s.rows.extend(base..base + lab.len());

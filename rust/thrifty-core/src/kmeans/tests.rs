@@ -1,6 +1,8 @@
 //! Numerics of the k-means core against brute force on small inputs.
 use super::*;
 use crate::rng::{stream, uniform};
+use std::sync::atomic::AtomicBool;
+
 use crate::threads::with_threads;
 
 fn gaussian_blobs(n: usize, d: usize, centers: usize, spread: f64, seed: u64) -> Vec<f64> {
@@ -213,12 +215,11 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(fit(&x, 2, 2, Some(&[-1.0, 2.0]), Init::KMeansPlusPlus, &p).is_err());
     assert!(fit(&x, 2, 2, None, Init::Centers(&[0.0, 1.0]), &p).is_err());
     assert!(fit(&x, 3, 2, None, Init::KMeansPlusPlus, &p).is_err());
-    assert!(predict(&x, 2, 2, &[0.0; 3], 2).is_err());
+    assert!(predict(&x, 2, 2, &[0.0; 3], 2, &AtomicBool::new(false)).is_err());
 }
 
 #[test]
 fn a_raised_cancel_flag_stops_the_fit() {
-    use std::sync::atomic::AtomicBool;
     let (n, d, k) = (500, 3, 5);
     let x = gaussian_blobs(n, d, 3, 1.0, 4);
     for init in [Init::KMeansPlusPlus, Init::Random] {
@@ -353,4 +354,47 @@ fn hartigan_reseeds_emptied_clusters_and_stays_monotone() {
     }
     assert!(relocated > 0, "no batch emptied a cluster: the test data must be changed");
     assert!(ratio < 1.0, "Hartigan's mean inertia is {ratio} times Lloyd's from the same starts");
+}
+
+#[test]
+fn a_raised_cancel_flag_stops_predict_transform_and_inertia() {
+    let (n, d, k) = (2000, 3, 4);
+    let x = gaussian_blobs(n, d, 3, 1.0, 4);
+    let c = &x[..k * d];
+    let stop = AtomicBool::new(true);
+    assert_eq!(predict(&x, n, d, c, k, &stop).err(), Some(ThriftyError::Interrupted));
+    assert_eq!(transform(&x, n, d, c, k, &stop).err(), Some(ThriftyError::Interrupted));
+    assert_eq!(inertia(&x, n, d, None, c, k, &stop).err(), Some(ThriftyError::Interrupted));
+    let go = AtomicBool::new(false);
+    let labels = predict(&x, n, d, c, k, &go).unwrap();
+    let dist = transform(&x, n, d, c, k, &go).unwrap();
+    let direct: f64 = (0..n).map(|i| dist[i * k + labels[i] as usize].powi(2)).sum();
+    assert!((inertia(&x, n, d, None, c, k, &go).unwrap() - direct).abs() <= 1e-9 * direct);
+}
+
+#[test]
+fn impossible_allocations_are_errors_naming_the_argument() {
+    match try_filled(1usize << 62, 0u64, "n_clusters") {
+        Err(ThriftyError::InvalidArgument { arg, .. }) => assert_eq!(arg, "n_clusters"),
+        other => panic!("expected an error, got {:?}", other.map(|v| v.len())),
+    }
+}
+
+#[test]
+fn many_runs_keep_the_first_best_without_holding_them_all() {
+    let (n, d, k) = (200, 2, 4);
+    let x = gaussian_blobs(n, d, 4, 2.0, 6);
+    let p = Params { n_init: 300, ..params(k, Algorithm::Lloyd, 3) };
+    let many = fit(&x, n, d, None, Init::Random, &p).unwrap();
+    // The winner is the lowest inertia, the first run on ties: it equals a single run with its stream.
+    let alone = (0..300)
+        .map(|r| {
+            let mut rng = stream(3, r as u64);
+            let init = init::random_rows(&x, d, &[1.0; 200], k, &mut rng);
+            fit(&x, n, d, None, Init::Centers(&init), &params(k, Algorithm::Lloyd, 0)).unwrap().run.inertia
+        })
+        .collect::<Vec<f64>>();
+    let best = (0..300).fold(0, |b, r| if alone[r] < alone[b] { r } else { b });
+    assert_eq!(many.best_run, best);
+    assert!((many.run.inertia - alone[best]).abs() <= 1e-9 * alone[best]);
 }
