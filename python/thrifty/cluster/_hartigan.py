@@ -358,6 +358,12 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Returns
         -------
         labels : ndarray of shape (n_samples,), int32
+
+        Raises
+        ------
+        ValueError / TypeError
+            As :class:`sklearn.cluster.KMeans` for bad input; ``KeyboardInterrupt`` within a
+            fraction of a second on Ctrl-C.
         """
         Xv = self._check_test_data(X)
         return _core.kmeans_predict(Xv, self.cluster_centers_, check_n_jobs(self.n_jobs))
@@ -372,6 +378,12 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Returns
         -------
         distances : ndarray of shape (n_samples, n_clusters), dtype of ``cluster_centers_``
+
+        Raises
+        ------
+        ValueError
+            When the ``n_samples × n_clusters`` output would exceed the machine's memory (checked
+            before allocating), and for bad input as :class:`sklearn.cluster.KMeans`.
         """
         Xv = self._check_test_data(X)
         _check_memory("n_clusters", Xv.shape[0] * len(self.cluster_centers_), Xv.dtype.itemsize,
@@ -379,7 +391,11 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         return _core.kmeans_transform(Xv, self.cluster_centers_, check_n_jobs(self.n_jobs))
 
     def score(self, X: npt.ArrayLike, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> float:
-        """Opposite of the weighted inertia of ``X`` against the fitted centres (nearest-centre)."""
+        """Opposite of the weighted inertia of ``X`` against the fitted centres (nearest-centre).
+
+        Computed in O(n_samples) memory (no distance matrix); interruptible with Ctrl-C.
+        Returns a float; raises as :meth:`predict`.
+        """
         Xv = self._check_test_data(X)
         sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64, ensure_non_negative=True)
         sw = np.ascontiguousarray(sw, dtype=np.float64)
