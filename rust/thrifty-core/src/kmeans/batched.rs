@@ -613,7 +613,7 @@ pub fn run<T: Real>(
         drift_sums.add(&drift);
         prev_means = cl.means.clone();
 
-        let outs = if algorithm == Algorithm::Lloyd && k * d <= DENSE_MAX_KD {
+        let outs = if !f.hartigan && k * d <= DENSE_MAX_KD {
             dense_lloyd_pass(data, &cl.means, k, &labels)
         } else {
             assign_pass(data, &geo, &drift_sums, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum))
@@ -690,6 +690,11 @@ pub fn run<T: Real>(
 /// when there are more clusters than distinct points) is re-seeded Hartigan's way first.
 fn start_hartigan<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [u32], upper: &mut [f64], lower: &mut [f64], f: &mut Factors) {
     f.hartigan = true;
+    if cl.k * data.d <= DENSE_MAX_KD {
+        // The Lloyd phase ran without bounds (`dense_lloyd_pass`): the stored ones are stale.
+        upper.iter_mut().for_each(|u| *u = f64::INFINITY);
+        lower.iter_mut().for_each(|l| *l = 0.0);
+    }
     cl.refresh_means(None);
     for i in relocate_empty(data, cl, labels, *f, &[]) {
         (upper[i], lower[i]) = (f64::INFINITY, 0.0);
