@@ -675,9 +675,10 @@ pub fn run<T: Real>(
         }
     }
 
-    // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn.
+    // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn
+    // (so does a Hartigan run that `max_iter` stopped in its Lloyd phase: it ends as Lloyd would).
     let (cl, mut inertia) = Clusters::from_labels(data, &labels, k, &cl.means, true);
-    if algorithm == Algorithm::Lloyd && !converged_strict(&stats) {
+    if (algorithm == Algorithm::Lloyd || hartigan_pending) && !converged_strict(&stats) {
         let geo = Geometry::<T>::new(&cl.means, k, d);
         labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
         inertia = self::inertia(data, &cl.means, &labels);
