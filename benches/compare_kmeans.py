@@ -9,7 +9,7 @@ Prints, per cell: fit times, our Lloyd's speed-up over scikit-learn's Lloyd (tar
 batched Hartigan's time relative to scikit-learn's Lloyd (target <= 1.2x, goal <= 1.0x), the
 inertia ratio, and the fraction of points the bounds certified unmovable in each Hartigan
 iteration. Then the empty-cluster case of issue 10 (64 Gaussians in 64 dimensions, n = 1e5, float32,
-random-rows start: our Lloyd's inertia equals scikit-learn's, our Hartigan's is at or below it), and
+random-rows start: our Lloyd's inertia equals scikit-learn's, our Hartigan's is below it on average), and
 batched Hartigan against the sequential ``hartigan-kmeans`` package at n=1e5, d=16, k=64 (target
 >= 20x; install it with ``bash benches/install_peers.sh``).
 
@@ -112,7 +112,7 @@ def empty_clusters(repeats: int) -> None:
     """Issue 10 (A6): 64 well-separated Gaussians in 64 dimensions, n = 1e5, float32, a random-rows
     start (clusters empty along the way). scikit-learn relocates emptied clusters to the points
     farthest from their centres; our Lloyd must end at the same inertia (it follows KMeans step for
-    step) and our Hartigan at or below it."""
+    step) and our Hartigan below it on average."""
     n, d, k = 100_000, 64, 64
     rows = []
     for seed in range(max(repeats, 3)):

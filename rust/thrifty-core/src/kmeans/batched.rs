@@ -16,11 +16,6 @@
 //! 3. (Hartigan) the candidates are re-checked one by one against the current means with exact
 //!    distances and moved with O(d) mean updates (never out of a singleton).
 //!
-//! A Hartigan run starts with Lloyd's rule (steps 1–2 with unit factors, exactly scikit-learn's
-//! Lloyd) and switches to Hartigan's at Lloyd's fixed point (or when the shift falls below `tol`), so
-//! it never ends above Lloyd from the same start: Hartigan's moves then escape the fixed point
-//! (every Hartigan local optimum is a Lloyd fixed point, not conversely).
-//!
 //! The run stops when an iteration moves nothing (a Hartigan local optimum for Hartigan, a Lloyd fixed
 //! point for Lloyd), when the centre shift falls below `tol`, or after `max_iter` iterations.
 //! All reductions run over fixed blocks in a fixed order, so results do not depend on the thread count.
@@ -551,11 +546,7 @@ pub fn run<T: Real>(
     total_wxx: f64,
 ) -> Result<Run<T>> {
     let (n, d) = (data.n(), data.d);
-    // Hartigan starts as Lloyd and switches to Hartigan's rule at Lloyd's fixed point (or when the
-    // shift falls below `tol`): its result is then never worse than Lloyd's from the same start.
-    let mut f = Factors { hartigan: false };
-    let mut hartigan_pending = algorithm == Algorithm::Hartigan;
-    let mut skip_tol = false;
+    let f = Factors { hartigan: algorithm == Algorithm::Hartigan };
     let init64: Vec<f64> = init.iter().map(|v| v.as_f64()).collect();
 
     // Iteration 0: nearest-centre assignment with exact bounds (every point starts uncertified).
@@ -574,7 +565,7 @@ pub fn run<T: Real>(
     for i in relocate_empty(data, &mut cl, &mut labels, f, &init64) {
         (upper[i], lower[i]) = (f64::INFINITY, 0.0);
     }
-    cl.refresh_means(Some(data.origin)); // scikit-learn puts a Lloyd centre without weight at the data's mean
+    cl.refresh_means((!f.hartigan).then_some(data.origin)); // scikit-learn puts a Lloyd centre without weight at the data's mean
     let mut prev_means = init64;
     let mut stats = Vec::new();
     let mut converged = false;
@@ -594,14 +585,7 @@ pub fn run<T: Real>(
             .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt())
             .collect();
         let shift: f64 = drift.iter().map(|v| v * v).sum();
-        let settled = n_iter > 1 && tol > 0.0 && shift <= tol && !skip_tol;
-        skip_tol = false;
-        if settled {
-            if hartigan_pending {
-                start_hartigan(data, &mut cl, &mut labels, &mut upper, &mut lower, &mut f);
-                (hartigan_pending, skip_tol) = (false, true);
-                continue; // the drift now includes any relocation
-            }
+        if n_iter > 1 && tol > 0.0 && shift <= tol {
             converged = true;
             break;
         }
@@ -665,41 +649,20 @@ pub fn run<T: Real>(
         let moved = st.batch_moves + st.sequential_moves;
         stats.push(st);
         if moved == 0 {
-            if hartigan_pending {
-                start_hartigan(data, &mut cl, &mut labels, &mut upper, &mut lower, &mut f);
-                (hartigan_pending, skip_tol) = (false, true);
-                continue;
-            }
             converged = true;
             break;
         }
     }
 
-    // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn
-    // (so does a Hartigan run that `max_iter` stopped in its Lloyd phase: it ends as Lloyd would).
+    // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn.
     let (cl, mut inertia) = Clusters::from_labels(data, &labels, k, &cl.means, true);
-    if (algorithm == Algorithm::Lloyd || hartigan_pending) && !converged_strict(&stats) {
+    if algorithm == Algorithm::Lloyd && !converged_strict(&stats) {
         let geo = Geometry::<T>::new(&cl.means, k, d);
         labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
         inertia = self::inertia(data, &cl.means, &labels);
     }
     let centers: Vec<T> = cl.means.iter().map(|&v| T::of(v)).collect();
     Ok(Run { centers, labels, inertia, n_iter, converged, stats })
-}
-
-/// Switch a run from its Lloyd phase to Hartigan's rule. A cluster Lloyd left without weight (only
-/// when there are more clusters than distinct points) is re-seeded Hartigan's way first.
-fn start_hartigan<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [u32], upper: &mut [f64], lower: &mut [f64], f: &mut Factors) {
-    f.hartigan = true;
-    if cl.k * data.d <= DENSE_MAX_KD {
-        // The Lloyd phase ran without bounds (`dense_lloyd_pass`): the stored ones are stale.
-        upper.iter_mut().for_each(|u| *u = f64::INFINITY);
-        lower.iter_mut().for_each(|l| *l = 0.0);
-    }
-    cl.refresh_means(None);
-    for i in relocate_empty(data, cl, labels, *f, &[]) {
-        (upper[i], lower[i]) = (f64::INFINITY, 0.0);
-    }
 }
 
 fn converged_strict(stats: &[IterStats]) -> bool {

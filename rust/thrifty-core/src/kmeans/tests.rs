@@ -399,14 +399,3 @@ fn many_runs_keep_the_first_best_without_holding_them_all() {
     assert!((many.run.inertia - alone[best]).abs() <= 1e-9 * alone[best]);
 }
 
-#[test]
-fn hartigan_stopped_in_its_lloyd_phase_ends_as_lloyd() {
-    let (n, d, k) = (2000, 2, 24);
-    let x = gaussian_blobs(n, d, 24, 1.5, 9);
-    for iters in [1, 3, 6] {
-        let h = super::fit(&x, n, d, None, Init::Random, &Params { max_iter: iters, ..params(k, Algorithm::Hartigan, 2) }).unwrap();
-        let l = super::fit(&x, n, d, None, Init::Random, &Params { max_iter: iters, ..params(k, Algorithm::Lloyd, 2) }).unwrap();
-        assert_eq!(h.run.labels, l.run.labels);
-        assert!((h.run.inertia - l.run.inertia).abs() <= 1e-9 * l.run.inertia);
-    }
-}
