@@ -8,8 +8,10 @@ point, capped at ``--max-iter``; cells with n = 1e6 use ``--max-iter-large``), m
 Prints, per cell: fit times, our Lloyd's speed-up over scikit-learn's Lloyd (target >= 1.5x),
 batched Hartigan's time relative to scikit-learn's Lloyd (target <= 1.2x, goal <= 1.0x), the
 inertia ratio, and the fraction of points the bounds certified unmovable in each Hartigan
-iteration. Then batched Hartigan against the sequential ``hartigan-kmeans`` package at n=1e5, d=16,
-k=64 (target >= 20x; install it with ``bash benches/install_peers.sh``).
+iteration. Then the empty-cluster case of issue 10 (64 Gaussians in 64 dimensions, n = 1e5, float32,
+random-rows start: our Lloyd's inertia equals scikit-learn's, our Hartigan's is below it on average), and
+batched Hartigan against the sequential ``hartigan-kmeans`` package at n=1e5, d=16, k=64 (target
+>= 20x; install it with ``bash benches/install_peers.sh``).
 
     .venv/bin/python benches/compare_kmeans.py            # the full grid (about 20-40 min)
     .venv/bin/python benches/compare_kmeans.py --quick    # n in {1e4, 1e5} only
@@ -106,6 +108,32 @@ def versus_sequential(repeats: int) -> None:
           f"  -> {th / tp:.1f}x faster")
 
 
+def empty_clusters(repeats: int) -> None:
+    """Issue 10 (A6): 64 well-separated Gaussians in 64 dimensions, n = 1e5, float32, a random-rows
+    start (clusters empty along the way). scikit-learn relocates emptied clusters to the points
+    farthest from their centres; our Lloyd must end at the same inertia (it follows KMeans step for
+    step) and our Hartigan below it on average."""
+    n, d, k = 100_000, 64, 64
+    rows = []
+    for seed in range(max(repeats, 3)):
+        X, _ = make_blobs(n_samples=n, n_features=d, centers=k, cluster_std=1.5, random_state=seed)
+        X = X.astype(np.float32)
+        init = X[np.random.default_rng(seed).choice(n, k, replace=False)]
+        with threadpool_limits(1):
+            t_sk, sk = timed(lambda: KMeans(k, init=init, n_init=1, tol=0, max_iter=300).fit(X))  # noqa: B023
+        t_ll, ll = timed(lambda: HartiganKMeans(k, init=init, tol=0, algorithm="lloyd", n_jobs=1).fit(X))  # noqa: B023
+        t_ha, ha = timed(lambda: HartiganKMeans(k, init=init, tol=0, n_jobs=1).fit(X))  # noqa: B023
+        rows.append((sk.inertia_, ll.inertia_ / sk.inertia_, ha.inertia_ / sk.inertia_, t_sk, t_ll, t_ha,
+                     int(ll.iteration_stats_["relocated"].sum())))
+        print(f"  seed {seed}: sklearn {sk.inertia_:.5g} ({t_sk:.2f} s) | our Lloyd / sklearn {rows[-1][1]:.6f} "
+              f"({t_ll:.2f} s, {rows[-1][6]} relocations) | Hartigan / sklearn {rows[-1][2]:.6f} ({t_ha:.2f} s)",
+              flush=True)
+    ll_r, ha_r = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+    print(f"Empty clusters (n={n}, d={d}, k={k}, float32, random rows, 1 thread): our Lloyd / sklearn Lloyd "
+          f"max |ratio - 1| {np.abs(ll_r - 1).max():.2e} (target: to rounding); Hartigan / sklearn Lloyd mean "
+          f"{ha_r.mean():.5f}, max {ha_r.max():.5f} (target: mean < 1)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="only n = 1e4 and 1e5")
@@ -116,6 +144,7 @@ def main() -> None:
     ap.add_argument("--d", type=int, nargs="*", default=[2, 16, 64])
     ap.add_argument("--k", type=int, nargs="*", default=[8, 64, 256])
     ap.add_argument("--skip-sequential", action="store_true")
+    ap.add_argument("--skip-empty", action="store_true", help="skip the empty-cluster case (issue 10)")
     args = ap.parse_args()
     ns = args.n or ([10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000])
 
@@ -144,6 +173,9 @@ def main() -> None:
               f"(target >= 1.5x in every cell: {'met' if sp.min() >= 1.5 else 'NOT met'})")
         print(f"Hartigan time / sklearn Lloyd time: max {hr.max():.2f}, median {np.median(hr):.2f} "
               f"(target <= 1.2 in every cell: {'met' if hr.max() <= 1.2 else 'NOT met'}; goal <= 1.0)")
+    if not args.skip_empty:
+        print("\nEmpty clusters: same random-rows start for all three")
+        empty_clusters(args.repeats)
     if not args.skip_sequential:
         versus_sequential(args.repeats)
 

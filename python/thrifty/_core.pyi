@@ -1,6 +1,6 @@
 """Type stubs for the compiled extension ``thrifty._core`` (PyO3). One section per capability."""
 
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -8,6 +8,23 @@ import numpy.typing as npt
 __version__: str
 
 # ---- kmeans (thrifty.cluster) ------------------------------------------------------------------
+
+class KMeansFit(TypedDict):
+    """What ``kmeans_fit`` returns; the per-iteration arrays have one entry per iteration after the first."""
+
+    cluster_centers: npt.NDArray[Any]  # (k, d), X's dtype
+    init_centers: npt.NDArray[Any]  # (k, d), X's dtype
+    labels: npt.NDArray[np.int32]
+    inertia: float
+    n_iter: int
+    converged: bool
+    best_run: int
+    certified: npt.NDArray[np.float64]
+    batch_moves: npt.NDArray[np.float64]
+    relocated: npt.NDArray[np.float64]
+    sequential_moves: npt.NDArray[np.float64]
+    sse_after_batch: npt.NDArray[np.float64]
+    sse_after_sequential: npt.NDArray[np.float64]
 
 def kmeans_fit(
     x: npt.NDArray[Any],
@@ -17,16 +34,18 @@ def kmeans_fit(
     n_init: int,
     max_iter: int,
     tol: float,
-    algorithm: str,
+    algorithm: Literal["hartigan", "lloyd"],
     seed: int,
     n_jobs: int | None = None,
-) -> dict[str, Any]:
-    """Fit k-means. Keys: cluster_centers, init_centers (k×d, X's dtype), labels (int32), inertia,
-    n_iter, converged, best_run, and per-iteration arrays certified, batch_moves, sequential_moves,
-    sse_after_batch, sse_after_sequential."""
-
+) -> KMeansFit: ...
 def kmeans_predict(x: npt.NDArray[Any], centers: npt.NDArray[Any], n_jobs: int | None = None) -> npt.NDArray[np.int32]: ...
 def kmeans_transform(x: npt.NDArray[Any], centers: npt.NDArray[Any], n_jobs: int | None = None) -> npt.NDArray[Any]: ...
+def kmeans_inertia(
+    x: npt.NDArray[Any],
+    centers: npt.NDArray[Any],
+    sample_weight: npt.NDArray[np.float64] | None = None,
+    n_jobs: int | None = None,
+) -> float: ...
 
 # ---- inference (thrifty.inference) -------------------------------------------------------------
 

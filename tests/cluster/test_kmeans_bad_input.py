@@ -47,7 +47,7 @@ def test_bad_data(data: Any, exc: type, match: str) -> None:
         (dict(max_iter=0), ValueError, "max_iter"),
         (dict(tol=-1.0), ValueError, "tol"),
         (dict(tol=np.nan), ValueError, "tol"),
-        (dict(algorithm="elkan"), ValueError, "algorithm"),
+        (dict(algorithm="full"), ValueError, "algorithm"),
         (dict(n_jobs=0), ValueError, "n_jobs"),
         (dict(random_state=-3), ValueError, "random_state"),
         (dict(random_state="seed"), TypeError, "random_state"),

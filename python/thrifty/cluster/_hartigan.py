@@ -3,19 +3,55 @@
 from __future__ import annotations
 
 import numbers
+import os
 import warnings
-from typing import Any, Callable, Literal, Union
+from collections.abc import Callable
+from typing import Any, Literal, Union
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+)
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 
 from thrifty import _core
 from thrifty._validation import RandomState, check_n_jobs, seed_from_random_state
 
 InitType = Union[Literal["k-means++", "random"], npt.ArrayLike, Callable[..., Any]]
+
+
+def _physical_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 1 << 40
+
+
+def _fit_bytes_per_cluster(n_features: int, itemsize: int) -> int:
+    """Working memory of one cluster in a fit: ~8 f64 copies of its centre (means, sums, drift,
+    previous means, per-block partial sums) plus its column in every thread's 256-row distance tile."""
+    return 8 * 8 * n_features + 256 * itemsize * (os.cpu_count() or 1)
+
+
+def _check_memory(name: str, count: int, bytes_each: int, what: str | None = None) -> None:
+    """``ValueError`` naming ``name`` before anything is allocated when ``count × bytes_each`` exceeds
+    the machine's physical memory (instead of an abort or the OOM killer)."""
+    need = count * bytes_each
+    have = _physical_memory()
+    if need > have:
+        raise ValueError(
+            f"{name}: {what or f'{name}={count}'} needs about {need / 2**30:.3g} GiB, more than this "
+            f"machine's {have / 2**30:.3g} GiB of memory"
+        )
 
 
 class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):  # type: ignore[misc]
@@ -28,9 +64,13 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     returns its initialisation. thrifty makes it as fast as Lloyd: triangle-inequality bounds with
     Hartigan's size factors certify points that cannot move; moves to a strictly nearer centre are
     applied together in parallel (always safe: the SSE cannot increase); the few remaining
-    Hartigan-only moves are applied one by one with O(d) updates. The SSE never increases and no
-    cluster is ever emptied. ``algorithm="lloyd"`` runs Lloyd's algorithm with the same bounds and
-    fused distance tiles.
+    Hartigan-only moves are applied one by one with O(d) updates. The SSE never increases. A batch
+    may empty a cluster; it is re-seeded in the same iteration (with
+    the point whose removal lowers the SSE most), so every fitted cluster is non-empty whenever
+    ``X`` has at least ``n_clusters`` distinct rows. ``algorithm="lloyd"`` runs Lloyd's algorithm
+    with the same bounds and fused distance tiles and follows :class:`sklearn.cluster.KMeans` step
+    for step from the same start, empty clusters included (relocated to the points farthest from
+    their centres, as scikit-learn does).
 
     The parameters and fitted attributes follow :class:`sklearn.cluster.KMeans`.
 
@@ -59,10 +99,12 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     copy_x : bool, default=True
         Accepted for compatibility with scikit-learn; ``X`` is never modified either way (the core
         centres a private working copy).
-    algorithm : {"hartigan", "lloyd"}, default="hartigan"
-        Batched Hartigan or bounded Lloyd.
+    algorithm : {"hartigan", "lloyd", "elkan"}, default="hartigan"
+        Batched Hartigan or bounded Lloyd. ``"elkan"`` (scikit-learn's triangle-inequality Lloyd,
+        which gives Lloyd's result) runs our bounded Lloyd, which gives the same result.
     n_jobs : int or None, default=None
-        Threads for the core (``None`` = all cores, ``-1`` = all cores, ``k`` = exactly ``k``).
+        Threads for the core (``None`` = all cores, ``-1`` = all cores, ``k`` = ``k`` threads, at
+        most the CPU count).
 
     Attributes
     ----------
@@ -83,17 +125,24 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         The initial centres of the best run.
     iteration_stats_ : dict of ndarray
         Per iteration of the best run: ``certified`` (points the bounds proved unmovable),
-        ``batch_moves``, ``sequential_moves``, ``sse_after_batch``, ``sse_after_sequential``.
+        ``batch_moves``, ``relocated`` (points moved into clusters the batch emptied),
+        ``sequential_moves``, ``sse_after_batch``, ``sse_after_sequential``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str (only when X has string column names)
 
     Raises
     ------
     ValueError
-        At ``fit`` on NaN/inf, empty or 1-D input, ``n_samples < n_clusters``, bad parameters, an
-        ``init`` array of the wrong shape, or negative / all-zero sample weights.
+        At ``fit`` on NaN/inf, empty or 1-D input, complex input or strings that are not numbers,
+        ``n_samples < n_clusters``, bad parameters, an ``init`` array of the wrong shape, negative /
+        all-zero sample weights, or sizes whose working memory (``n_clusters`` centres and their
+        buffers; the ``n_samples × n_clusters`` output of ``transform``) exceeds the machine's
+        memory — the same exception types as :class:`sklearn.cluster.KMeans` for the same input.
     TypeError
-        On complex, object or sparse input.
+        On object arrays holding non-numbers (as scikit-learn) and on sparse input: unlike
+        :class:`sklearn.cluster.KMeans`, CSR/CSC matrices are not accepted (scikit-learn's estimator
+        checks accept this refusal; every one of them passes except the two sample-weight
+        equivalence checks that scikit-learn also expects KMeans to fail).
 
     Examples
     --------
@@ -113,13 +162,13 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         n_clusters: int = 8,
         *,
         init: InitType = "k-means++",
-        n_init: Union[Literal["auto"], int] = "auto",
+        n_init: Literal["auto"] | int = "auto",
         max_iter: int = 300,
         tol: float = 1e-4,
         verbose: int = 0,
         random_state: RandomState = None,
         copy_x: bool = True,
-        algorithm: Literal["hartigan", "lloyd"] = "hartigan",
+        algorithm: Literal["hartigan", "lloyd", "elkan"] = "hartigan",
         n_jobs: int | None = None,
     ) -> None:
         self.n_clusters = n_clusters
@@ -146,14 +195,15 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         for name, value, low in (("max_iter", self.max_iter, 1),):
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-            if value < low:
-                raise ValueError(f"{name} must be >= {low}, got {value}")
+            if not low <= value < 2**63:
+                raise ValueError(f"{name} must be an int in [{low}, 2**63), got {value}")
         if isinstance(self.tol, (bool, np.bool_)) or not isinstance(self.tol, numbers.Real):
             raise TypeError(f"tol must be a float, got {type(self.tol).__name__}")
         if not (np.isfinite(self.tol) and self.tol >= 0):
             raise ValueError(f"tol must be a finite number >= 0, got {self.tol}")
-        if self.algorithm not in ("hartigan", "lloyd"):
-            raise ValueError(f"algorithm must be 'hartigan' or 'lloyd', got {self.algorithm!r}")
+        if self.algorithm not in ("hartigan", "lloyd", "elkan"):
+            raise ValueError(f"algorithm must be 'hartigan', 'lloyd' or 'elkan', got {self.algorithm!r}")
+        _check_memory("n_clusters", k, _fit_bytes_per_cluster(X.shape[1], X.dtype.itemsize))
 
         init = self.init
         if isinstance(init, str):
@@ -179,8 +229,8 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             n_init = 10 if (callable(init) or (isinstance(init, str) and init == "random")) else 1
         elif isinstance(n_init, (bool, np.bool_)) or not isinstance(n_init, numbers.Integral):
             raise TypeError(f"n_init must be 'auto' or an int, got {type(n_init).__name__}")
-        elif n_init < 1:
-            raise ValueError(f"n_init must be 'auto' or an int >= 1, got {n_init}")
+        elif not 1 <= n_init < 2**63:
+            raise ValueError(f"n_init must be 'auto' or an int in [1, 2**63), got {n_init}")
         if isinstance(init, np.ndarray) and n_init != 1:
             warnings.warn(
                 f"Explicit initial center position passed: performing only one init in "
@@ -224,16 +274,18 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         seed = seed_from_random_state(self.random_state)
         threads = check_n_jobs(self.n_jobs)
 
-        def core_fit(init_arg: Any, runs: int) -> dict[str, Any]:
+        algorithm: Literal["hartigan", "lloyd"] = "hartigan" if self.algorithm == "hartigan" else "lloyd"
+
+        def core_fit(init_arg: Any, runs: int) -> _core.KMeansFit:
             return _core.kmeans_fit(
                 X, sw, init_arg, n_clusters=k, n_init=runs, max_iter=int(self.max_iter),
-                tol=float(self.tol), algorithm=self.algorithm, seed=seed, n_jobs=threads,
+                tol=float(self.tol), algorithm=algorithm, seed=seed, n_jobs=threads,
             )
 
         if callable(init):
             if not np.isfinite(X).all():  # before the user's callable sees the data
                 raise ValueError("X contains NaN or infinity")
-            best: dict[str, Any] | None = None
+            best: _core.KMeansFit | None = None
             for run in range(n_init):
                 rs = np.random.RandomState((seed + run) % (2**32))
                 centers = np.ascontiguousarray(init(X, k, rs), dtype=X.dtype)
@@ -256,7 +308,7 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         self.init_centers_ = result["init_centers"]
         self.iteration_stats_ = {
             key: result[key]
-            for key in ("certified", "batch_moves", "sequential_moves", "sse_after_batch", "sse_after_sequential")
+            for key in ("certified", "batch_moves", "relocated", "sequential_moves", "sse_after_batch", "sse_after_sequential")
         }
         self._n_features_out = k
         distinct = len({row.tobytes() for row in self.cluster_centers_})  # np.unique(axis=0) costs ms
@@ -283,7 +335,7 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
 
     def fit_predict(self, X: npt.ArrayLike, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> npt.NDArray[np.int32]:
         """Fit and return ``labels_`` (shape (n_samples,), int32)."""
-        return self.fit(X, sample_weight=sample_weight).labels_  # type: ignore[no-any-return]
+        return self.fit(X, sample_weight=sample_weight).labels_
 
     def fit_transform(self, X: npt.ArrayLike, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> npt.NDArray[Any]:
         """Fit and return the distances of ``X`` to the centres, shape (n_samples, n_clusters)."""
@@ -305,6 +357,12 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Returns
         -------
         labels : ndarray of shape (n_samples,), int32
+
+        Raises
+        ------
+        ValueError / TypeError
+            As :class:`sklearn.cluster.KMeans` for bad input; ``KeyboardInterrupt`` within a
+            fraction of a second on Ctrl-C.
         """
         Xv = self._check_test_data(X)
         return _core.kmeans_predict(Xv, self.cluster_centers_, check_n_jobs(self.n_jobs))
@@ -319,13 +377,25 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Returns
         -------
         distances : ndarray of shape (n_samples, n_clusters), dtype of ``cluster_centers_``
+
+        Raises
+        ------
+        ValueError
+            When the ``n_samples × n_clusters`` output would exceed the machine's memory (checked
+            before allocating), and for bad input as :class:`sklearn.cluster.KMeans`.
         """
         Xv = self._check_test_data(X)
+        _check_memory("n_clusters", Xv.shape[0] * len(self.cluster_centers_), Xv.dtype.itemsize,
+                      what=f"the {Xv.shape[0]} x {len(self.cluster_centers_)} distances of transform")
         return _core.kmeans_transform(Xv, self.cluster_centers_, check_n_jobs(self.n_jobs))
 
     def score(self, X: npt.ArrayLike, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> float:
-        """Opposite of the weighted inertia of ``X`` against the fitted centres (nearest-centre)."""
+        """Opposite of the weighted inertia of ``X`` against the fitted centres (nearest-centre).
+
+        Computed in O(n_samples) memory (no distance matrix); interruptible with Ctrl-C.
+        Returns a float; raises as :meth:`predict`.
+        """
         Xv = self._check_test_data(X)
         sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64, ensure_non_negative=True)
-        d = _core.kmeans_transform(Xv, self.cluster_centers_, check_n_jobs(self.n_jobs)).astype(np.float64)
-        return -float(np.sum(sw * d.min(axis=1) ** 2))
+        sw = np.ascontiguousarray(sw, dtype=np.float64)
+        return -_core.kmeans_inertia(Xv, self.cluster_centers_, sw, check_n_jobs(self.n_jobs))

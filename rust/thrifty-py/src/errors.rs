@@ -64,3 +64,16 @@ pub fn detach_interruptible<T: Send>(
         }
     })
 }
+
+/// The one way into the core for long calls: [`detach_interruptible`] (GIL released, Ctrl-C raises
+/// the core's cancel flag) inside a pool of `n_jobs` threads, capped at the machine's CPU count
+/// (more threads than cores only slow the core down), with core errors mapped to Python's.
+pub fn enter<T: Send>(
+    py: Python<'_>,
+    n_jobs: Option<usize>,
+    work: impl FnOnce(&AtomicBool) -> thrifty_core::Result<T> + Send,
+) -> PyResult<T> {
+    let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let n_jobs = n_jobs.map(|n| n.clamp(1, cpus));
+    detach_interruptible(py, |cancel| thrifty_core::threads::with_threads(n_jobs, || work(cancel)).and_then(|r| r))
+}

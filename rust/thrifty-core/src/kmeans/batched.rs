@@ -9,10 +9,13 @@
 //!    centres and are classified as *Lloyd-type* (a strictly nearer centre exists) or *Hartigan-only*
 //!    candidates (no nearer centre, but a size-weighted cost beats the removal gain);
 //! 2. all Lloyd-type moves are applied together — by the identity
-//!    ΔSSE = Σ_moves w(d_b² − d_a²) − Σ_j W'_j‖c'_j − c_j‖² any such batch lowers the SSE — skipping a
-//!    move that would empty its source cluster;
+//!    ΔSSE = Σ_moves w(d_b² − d_a²) − Σ_j W'_j‖c'_j − c_j‖² any such batch lowers the SSE, also when
+//!    it empties a cluster; a cluster left without weight is re-seeded at once (`relocate_empty`:
+//!    scikit-learn's farthest points for Lloyd, the largest removal gain for Hartigan — both lower
+//!    the SSE);
 //! 3. (Hartigan) the candidates are re-checked one by one against the current means with exact
-//!    distances and moved with O(d) mean updates.
+//!    distances and moved with O(d) mean updates (never out of a singleton).
+//!
 //! The run stops when an iteration moves nothing (a Hartigan local optimum for Hartigan, a Lloyd fixed
 //! point for Lloyd), when the centre shift falls below `tol`, or after `max_iter` iterations.
 //! All reductions run over fixed blocks in a fixed order, so results do not depend on the thread count.
@@ -46,6 +49,8 @@ pub struct IterStats {
     pub batch_moves: usize,
     /// Hartigan-only moves applied sequentially.
     pub sequential_moves: usize,
+    /// Points moved into clusters the batch left without weight (see `relocate_empty`).
+    pub relocated: usize,
     /// Weighted SSE after the batch and after the sequential phase.
     pub sse_after_batch: f64,
     pub sse_after_sequential: f64,
@@ -71,6 +76,10 @@ pub struct Data<'a, T> {
     pub w_max: f64,
     /// Raised by the caller to stop the run at the next iteration (`Err(Interrupted)`).
     pub cancel: &'a AtomicBool,
+    /// The data's (unweighted) mean in working coordinates: where Lloyd puts a centre left without
+    /// weight, as scikit-learn does (its centres live in mean-centred coordinates, and an empty
+    /// centre's sums are zero).
+    pub origin: &'a [f64],
 }
 
 impl<T: Real> Data<'_, T> {
@@ -99,7 +108,9 @@ impl Clusters {
     /// cancellation).
     fn from_labels<T: Real>(data: &Data<'_, T>, labels: &[u32], k: usize, old_means: &[f64], with_sse: bool) -> (Self, f64) {
         let (d, n) = (data.d, data.n());
-        let n_blocks = n.div_ceil(4096).clamp(1, 64);
+        // Fixed blocks (the same on any thread count), few enough that their partial sums stay
+        // within ~256 MiB for large k·d.
+        let n_blocks = n.div_ceil(4096).clamp(1, 64).min(((1usize << 28) / (8 * k * d).max(1)).max(1));
         let block = n.div_ceil(n_blocks);
         let partial: Vec<(Vec<usize>, Vec<f64>, Vec<f64>, f64)> = (0..n_blocks)
             .into_par_iter()
@@ -165,9 +176,29 @@ impl Clusters {
             self.sums[from * d + l] -= wv;
             self.sums[to * d + l] += wv;
         }
-        if self.counts[from] > 0 && self.wsum[from] <= 0.0 {
+        if self.counts[from] == 0 {
+            // Emptied: exact zeros, not the rounding residue of the removals.
+            self.wsum[from] = 0.0;
+            self.sums[from * d..(from + 1) * d].iter_mut().for_each(|s| *s = 0.0);
+        } else if self.wsum[from] <= 0.0 {
             self.wsum[from] = 0.0; // only zero-weight members left: rounding must not go negative
         }
+    }
+
+    /// Means of every cluster from its sums. A cluster without weight keeps its centre, or with
+    /// `weightless_at` (Lloyd, as scikit-learn) moves there.
+    fn refresh_means(&mut self, weightless_at: Option<&[f64]>) {
+        for j in 0..self.k {
+            match weightless_at {
+                Some(o) if self.wsum[j] <= 0.0 => self.means[j * self.d..(j + 1) * self.d].copy_from_slice(o),
+                _ => self.refresh_mean(j),
+            }
+        }
+    }
+
+    /// Clusters without weight (no members, or only zero-weight ones), in index order.
+    fn weightless(&self) -> Vec<usize> {
+        (0..self.k).filter(|&j| self.wsum[j] <= 0.0).collect()
     }
 
     /// Weighted SSE from the sums: Σ w‖x‖² − Σ_j ‖S_j‖²/W_j.
@@ -309,7 +340,7 @@ impl Certificate {
             .map(|a| {
                 let wm = if a == min_w.0 { min_w.2 } else { min_w.1 };
                 let fa = f.leave(cl.wsum[a], w_max).sqrt();
-                let stuck = cl.counts[a] <= 1;
+                let stuck = f.hartigan && cl.counts[a] <= 1; // Hartigan never empties a singleton
                 let ratio = if stuck { 1.0 } else if fa.is_finite() { f.join(wm, w_max).sqrt() / fa } else { 0.0 };
                 let two_s = if stuck { f64::INFINITY } else { 2.0 * geo.half_sep[a] };
                 [sums.grow[a], sums.shrink[a], two_s, ratio]
@@ -345,6 +376,9 @@ fn assign_pass<T: Real>(
             |(s, da2s), (t, (up, lo))| {
                 let base = t * TILE;
                 let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), certified: 0 };
+                if data.cancel.load(Ordering::Relaxed) {
+                    return out; // the run returns Err(Interrupted) after the pass
+                }
                 s.rows.clear();
                 da2s.clear();
                 // Pass 1, read-only: the bounds as of now (stored + drift sums), keep the
@@ -452,6 +486,9 @@ fn dense_lloyd_pass<T: Real>(data: &Data<'_, T>, means: &[f64], k: usize, labels
         .enumerate()
         .map(|(t, lab)| {
             let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), certified: 0 };
+            if data.cancel.load(Ordering::Relaxed) {
+                return out;
+            }
             for (r, &a) in lab.iter().enumerate() {
                 let i = t * TILE + r;
                 let x = data.row(i);
@@ -513,16 +550,22 @@ pub fn run<T: Real>(
     let init64: Vec<f64> = init.iter().map(|v| v.as_f64()).collect();
 
     // Iteration 0: nearest-centre assignment with exact bounds (every point starts uncertified).
-    let mut labels = vec![0u32; n];
-    let mut upper = vec![f64::INFINITY; n];
-    let mut lower = vec![0.0f64; n];
+    let mut labels = super::try_filled(n, 0u32, "X")?;
+    let mut upper = super::try_filled(n, f64::INFINITY, "X")?;
+    let mut lower = super::try_filled(n, 0.0f64, "X")?;
     {
         let geo = Geometry::<T>::new(&init64, k, d);
         let nearest = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
         labels.copy_from_slice(&nearest);
     }
-    fill_empty_clusters(data, &mut labels, &mut upper, &mut lower, k);
+    if data.cancel.load(Ordering::Relaxed) {
+        return Err(ThriftyError::Interrupted);
+    }
     let (mut cl, _) = Clusters::from_labels(data, &labels, k, &init64, false);
+    for i in relocate_empty(data, &mut cl, &mut labels, f, &init64) {
+        (upper[i], lower[i]) = (f64::INFINITY, 0.0);
+    }
+    cl.refresh_means((!f.hartigan).then_some(data.origin)); // scikit-learn puts a Lloyd centre without weight at the data's mean
     let mut prev_means = init64;
     let mut stats = Vec::new();
     let mut converged = false;
@@ -559,32 +602,34 @@ pub fn run<T: Real>(
         } else {
             assign_pass(data, &geo, &drift_sums, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum))
         };
+        if data.cancel.load(Ordering::Relaxed) {
+            return Err(ThriftyError::Interrupted); // the pass skipped its remaining tiles
+        }
         let mut st = IterStats::default();
-        // Lloyd-type batch.
+        // Lloyd-type batch (it may empty a cluster: the relocation below re-seeds it).
         for out in &outs {
             st.certified += out.certified;
             for &(i, to) in &out.moves {
                 let (i, to) = (i as usize, to as usize);
-                let a = labels[i] as usize;
-                if cl.counts[a] <= 1 {
-                    upper[i] = f64::INFINITY; // bounds were set for the move that did not happen
-                    lower[i] = 0.0;
-                    continue;
-                }
-                cl.move_point(data.row(i), data.w[i], a, to);
+                cl.move_point(data.row(i), data.w[i], labels[i] as usize, to);
                 labels[i] = to as u32;
-                st.batch_moves += 1;
             }
+            st.batch_moves += out.moves.len();
         }
         updates_since_resum += st.batch_moves;
         if updates_since_resum as f64 >= RESUM_AFTER_UPDATES_PER_POINT * n as f64 {
             cl = Clusters::from_labels(data, &labels, k, &cl.means, false).0;
             updates_since_resum = 0;
-        } else {
-            for j in 0..k {
-                cl.refresh_mean(j);
-            }
+        } else if f.hartigan {
+            cl.refresh_means(None); // Hartigan's relocation ranks points against the new means
         }
+        let relocated = relocate_empty(data, &mut cl, &mut labels, f, &prev_means);
+        for &i in &relocated {
+            (upper[i], lower[i]) = (f64::INFINITY, 0.0);
+        }
+        st.relocated = relocated.len();
+        updates_since_resum += st.relocated;
+        cl.refresh_means((!f.hartigan).then_some(data.origin));
         st.sse_after_batch = cl.sse(total_wxx);
         // Hartigan-only moves, one at a time against the current means.
         if f.hartigan {
@@ -677,6 +722,9 @@ fn nearest_with_bounds<T: Real>(
         .for_each_init(
             || Scratch::<T>::new(d, k),
             |s, (t, ((lab, up), lo))| {
+                if data.cancel.load(Ordering::Relaxed) {
+                    return;
+                }
                 let base = t * TILE;
                 s.rows.clear();
                 s.rows.extend(base..base + lab.len());
@@ -698,57 +746,102 @@ fn nearest_with_bounds<T: Real>(
     labels
 }
 
-/// Give every empty cluster the point farthest from its centre among clusters with ≥ 2 points
-/// (scikit-learn relocates empty clusters the same way); moved points get fresh bounds next pass.
-fn fill_empty_clusters<T: Real>(data: &Data<'_, T>, labels: &mut [u32], upper: &mut [f64], lower: &mut [f64], k: usize) {
-    let mut counts = vec![0usize; k];
-    for &l in labels.iter() {
-        counts[l as usize] += 1;
-    }
-    let empty: Vec<usize> = (0..k).filter(|&j| counts[j] == 0).collect();
+/// Re-seed the clusters left without weight (by a batch, or by the first assignment) with one point
+/// each, taken from another cluster; returns the points moved (their bounds must be reset).
+///
+/// Lloyd follows scikit-learn's `_relocate_empty_clusters_dense`: the m empty clusters take the m
+/// points farthest from the centre they were just assigned to (`assigned`: the centres of the
+/// assignment), whichever cluster they leave, and nothing moves when every point sits on its centre.
+/// Hartigan takes, one empty cluster at a time, the point whose removal lowers the SSE most —
+/// w·W_a/(W_a−w)·‖x − c_a‖² against the current means (`cl.means` must be fresh), re-checked exactly
+/// before each move. Such a move never raises the SSE (the point becomes its own centre), so the
+/// run stays monotone, and it never empties another cluster.
+fn relocate_empty<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [u32], f: Factors, assigned: &[f64]) -> Vec<usize> {
+    let empty = cl.weightless();
     if empty.is_empty() {
-        return;
+        return Vec::new();
     }
-    // Farthest first (ties → lower index). Only the head of that order is ever used, so select a
-    // few times more candidates than empty clusters and sort those; the full sort is the fallback
-    // when the head runs out (every candidate's cluster down to its last point).
-    let n = data.n();
-    let farther = |a: &usize, b: &usize| upper[*b].total_cmp(&upper[*a]).then(a.cmp(b));
+    let (d, n) = (data.d, data.n());
+    let hartigan_gain = |cl: &Clusters, i: usize, a: usize| -> f64 {
+        let w = data.w[i];
+        if cl.counts[a] < 2 || w <= 0.0 {
+            return -1.0; // not eligible
+        }
+        let g = w * f.leave(cl.wsum[a], w) * sq_dist_f64(data.row(i), &cl.means[a * d..(a + 1) * d]);
+        if g.is_finite() {
+            g
+        } else {
+            -1.0
+        }
+    };
+    let score: Vec<f64> = {
+        let cl = &*cl;
+        labels
+            .par_iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let a = a as usize;
+                if f.hartigan {
+                    hartigan_gain(cl, i, a)
+                } else {
+                    sq_dist_f64(data.row(i), &assigned[a * d..(a + 1) * d])
+                }
+            })
+            .collect()
+    };
+    if !f.hartigan && !score.iter().any(|&v| v > 0.0) {
+        return Vec::new(); // more clusters than distinct points: relocating is pointless
+    }
+    // Highest score first (ties → lower index). Only the head of that order is normally used, so
+    // select a few times more candidates than empty clusters and sort those; the full sort is the
+    // fallback when Hartigan's re-checks exhaust the head.
+    let before = |a: &usize, b: &usize| score[*b].total_cmp(&score[*a]).then(a.cmp(b));
     let mut order: Vec<usize> = (0..n).collect();
     let head = (4 * empty.len() + 64).min(n);
     if head < n {
-        order.select_nth_unstable_by(head - 1, farther);
+        order.select_nth_unstable_by(head - 1, before);
         order.truncate(head);
     }
-    order.sort_by(farther);
-    let (mut next, mut full) = (0, head == n);
+    order.sort_by(before);
     let mut moved = Vec::with_capacity(empty.len());
+    if !f.hartigan {
+        for (&j, &i) in empty.iter().zip(&order) {
+            let a = labels[i] as usize;
+            cl.move_point(data.row(i), data.w[i], a, j);
+            labels[i] = j as u32;
+            moved.push(i);
+        }
+        return moved;
+    }
+    let (mut next, mut full) = (0, head == n);
     'fill: for j in empty {
         loop {
             if next == order.len() {
                 if full {
-                    break 'fill; // no cluster can spare a point (cannot happen when n ≥ k)
+                    break 'fill; // no cluster can spare a point
                 }
                 order = (0..n).collect();
-                order.sort_by(farther);
+                order.sort_by(before);
                 full = true;
             }
             let i = order[next];
             next += 1;
-            let a = labels[i] as usize;
-            if counts[a] >= 2 {
-                counts[a] -= 1;
-                counts[j] += 1;
-                labels[i] = j as u32;
-                moved.push(i);
-                break;
+            if score[i] < 0.0 {
+                break 'fill; // sorted: no eligible point is left
             }
+            let a = labels[i] as usize;
+            if hartigan_gain(cl, i, a) < 0.0 {
+                continue; // its cluster gave points away already
+            }
+            cl.move_point(data.row(i), data.w[i], a, j);
+            cl.refresh_mean(a);
+            cl.refresh_mean(j);
+            labels[i] = j as u32;
+            moved.push(i);
+            break;
         }
     }
-    for i in moved {
-        upper[i] = f64::INFINITY;
-        lower[i] = 0.0;
-    }
+    moved
 }
 
 /// Exact weighted SSE of a partition against the given means (f64, parallel over fixed blocks).

@@ -89,7 +89,7 @@ pub fn kmeans_plusplus<T: Real>(
                     let cc: Vec<T> = cx.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
                     let m = ok.len();
                     let mut pending = mem.iter().map(|&i| i as usize).filter(|&i| 4.0 * closest[i] > min_dc2).peekable();
-                    while pending.peek().is_some() {
+                    while pending.peek().is_some() && !cancel.load(Ordering::Relaxed) {
                         s.rows.clear();
                         s.rows.extend(pending.by_ref().take(TILE));
                         tile_partial_dists(x, d, &cx, &cc, m, s);

@@ -8,7 +8,7 @@ pub mod batched;
 pub mod distance;
 pub mod init;
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
@@ -49,6 +49,27 @@ pub struct Fit<T> {
     pub best_run: usize,
     /// The initial centres of the winning run (data coordinates).
     pub init_centers: Vec<T>,
+}
+
+/// `len` copies of `value`, or `Err` naming `arg` when that much memory cannot be had: sizes the
+/// user chose (`n_clusters`, the data) never reach Rust's abort on allocation failure.
+pub(crate) fn try_filled<V: Clone>(len: usize, value: V, arg: &'static str) -> Result<Vec<V>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        let gib = len as f64 * std::mem::size_of::<V>() as f64 / (1u64 << 30) as f64;
+        ThriftyError::invalid(arg, format!("needs {gib:.3} GiB more memory than can be allocated"))
+    })?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// `Err(Interrupted)` once `cancel` is raised.
+fn check_cancel(cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(ThriftyError::Interrupted)
+    } else {
+        Ok(())
+    }
 }
 
 fn check_data<T: Real>(x: &[T], n: usize, d: usize) -> Result<()> {
@@ -123,7 +144,7 @@ pub fn fit_cancellable<T: Real>(
 
     // One read pass: column sums and row norms over fixed blocks (deterministic on any thread count);
     // it doubles as the finiteness check.
-    let mut xx = vec![0.0f64; n];
+    let mut xx = try_filled(n, 0.0f64, "X")?;
     let col_sums: Vec<Vec<f64>> = x
         .par_chunks(d * 4096)
         .zip(xx.par_chunks_mut(4096))
@@ -155,8 +176,9 @@ pub fn fit_cancellable<T: Real>(
     // the spread: then ‖x‖² − 2x·c + ‖c‖² would cancel badly. Otherwise the copy costs more than
     // it buys, and the caller's array is used as is (read-only).
     let centred: Vec<T>;
+    let mut origin = vec![0.0f64; d]; // the data's mean in working coordinates
     let xw: &[T] = if mean_sq > var_sum {
-        let mut xc = vec![T::zero(); n * d];
+        let mut xc = try_filled(n * d, T::zero(), "X")?;
         xc.par_chunks_mut(d * TILE).zip(x.par_chunks(d * TILE)).zip(xx.par_chunks_mut(TILE)).for_each(|((dst, src), norms)| {
             for ((drow, srow), nrm) in dst.chunks_exact_mut(d).zip(src.chunks_exact(d)).zip(norms.iter_mut()) {
                 for ((o, v), m) in drow.iter_mut().zip(srow).zip(&mean) {
@@ -168,6 +190,7 @@ pub fn fit_cancellable<T: Real>(
         centred = xc;
         &centred
     } else {
+        origin = mean.clone();
         mean.iter_mut().for_each(|m| *m = 0.0);
         x
     };
@@ -176,23 +199,27 @@ pub fn fit_cancellable<T: Real>(
     let var_sum = if xw.as_ptr() == x.as_ptr() { var_sum } else { xx.iter().sum::<f64>() / n as f64 };
     let tol = p.tol * var_sum / d as f64;
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
-    let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel };
+    let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel, origin: &origin };
 
-    let runs: Vec<Result<(batched::Run<T>, Vec<T>)>> = (0..p.n_init)
+    // The runs are reduced as they finish (lowest inertia, lowest run index on ties: the same winner
+    // on any thread count), so memory does not grow with n_init.
+    let (best, mut run, init_c) = (0..p.n_init)
         .into_par_iter()
-        .map(|r| {
+        .map(|r| -> Result<(usize, batched::Run<T>, Vec<T>)> {
+            check_cancel(cancel)?;
             let mut rng = stream(p.seed, r as u64);
             let init_c: Vec<T> = match &init {
                 Init::KMeansPlusPlus => init::kmeans_plusplus(xw, d, &xx, &w, k, &mut rng, cancel)?,
                 Init::Random => init::random_rows(xw, d, &w, k, &mut rng),
                 Init::Centers(c) => c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() - m))).collect(),
             };
-            Ok((batched::run(&data, &init_c, k, p.algorithm, p.max_iter, tol, total_wxx)?, init_c))
+            Ok((r, batched::run(&data, &init_c, k, p.algorithm, p.max_iter, tol, total_wxx)?, init_c))
         })
-        .collect();
-    let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
-    let best = (0..runs.len()).fold(0, |b, r| if runs[r].0.inertia < runs[b].0.inertia { r } else { b });
-    let (mut run, init_c) = runs.into_iter().nth(best).expect("n_init >= 1");
+        .try_reduce_with(|a, b| {
+            let b_wins = b.1.inertia < a.1.inertia || (b.1.inertia == a.1.inertia && b.0 < a.0);
+            Ok(if b_wins { b } else { a })
+        })
+        .expect("n_init >= 1")?;
     let uncenter = |c: &[T]| -> Vec<T> { c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() + m))).collect() };
     run.centers = uncenter(&run.centers);
     Ok(Fit { run, best_run: best, init_centers: uncenter(&init_c) })
@@ -207,33 +234,47 @@ fn check_centers<T: Real>(centers: &[T], k: usize, d: usize) -> Result<()> {
 }
 
 /// Index of the nearest centre of each row (ties → lowest index); exact f64 distances, so a row's
-/// label never depends on the other rows it is passed with.
-pub fn predict<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize) -> Result<Vec<u32>> {
+/// label never depends on the other rows it is passed with. Stops with `Err(Interrupted)` soon
+/// after `cancel` is raised (checked per tile of rows).
+pub fn predict<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<Vec<u32>> {
     check_data(x, n, d)?;
     check_centers(centers, k, d)?;
-    let mut labels = vec![0u32; n];
+    let mut labels = try_filled(n, 0u32, "X")?;
     labels.par_chunks_mut(TILE).enumerate().for_each(|(t, lab)| {
+        if cancel.load(Ordering::Relaxed) {
+            return;
+        }
         for (r, l) in lab.iter_mut().enumerate() {
-            let xi = &x[(t * TILE + r) * d..(t * TILE + r + 1) * d];
-            let mut best = (0u32, f64::INFINITY);
-            for (j, c) in centers.chunks_exact(d).enumerate() {
-                let v = sq_dist(xi, c);
-                if v < best.1 {
-                    best = (j as u32, v);
-                }
-            }
-            *l = best.0;
+            *l = nearest(&x[(t * TILE + r) * d..(t * TILE + r + 1) * d], centers).0;
         }
     });
+    check_cancel(cancel)?;
     Ok(labels)
 }
 
-/// Euclidean distances of every row to every centre (`n × k`, the data's precision).
-pub fn transform<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize) -> Result<Vec<T>> {
+/// Nearest centre of `xi` (lowest index on ties) and its squared distance.
+fn nearest<T: Real>(xi: &[T], centers: &[T]) -> (u32, f64) {
+    let mut best = (0u32, f64::INFINITY);
+    for (j, c) in centers.chunks_exact(xi.len()).enumerate() {
+        let v = sq_dist(xi, c);
+        if v < best.1 {
+            best = (j as u32, v);
+        }
+    }
+    best
+}
+
+/// Euclidean distances of every row to every centre (`n × k`, the data's precision); `Err` naming
+/// `n_clusters` when the `n × k` output cannot be allocated. Interruptible like [`predict`].
+pub fn transform<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<Vec<T>> {
     check_data(x, n, d)?;
     check_centers(centers, k, d)?;
-    let mut out = vec![T::zero(); n * k];
+    let len = n.checked_mul(k).ok_or_else(|| ThriftyError::invalid("n_clusters", format!("{n} x {k} distances overflow")))?;
+    let mut out = try_filled(len, T::zero(), "n_clusters")?;
     out.par_chunks_mut(k * TILE).enumerate().for_each(|(t, block)| {
+        if cancel.load(Ordering::Relaxed) {
+            return;
+        }
         for (r, row) in block.chunks_exact_mut(k).enumerate() {
             let xi = &x[(t * TILE + r) * d..(t * TILE + r + 1) * d];
             for (o, c) in row.iter_mut().zip(centers.chunks_exact(d)) {
@@ -241,19 +282,28 @@ pub fn transform<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize) 
             }
         }
     });
+    check_cancel(cancel)?;
     Ok(out)
 }
 
 /// Weighted sum of squared distances of each row to its nearest centre (scikit-learn's `score` is
-/// minus this).
-pub fn inertia<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, centers: &[T], k: usize) -> Result<f64> {
+/// minus this), in O(n) memory (no `n × k` matrix). Interruptible like [`predict`].
+pub fn inertia<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<f64> {
+    check_data(x, n, d)?;
+    check_centers(centers, k, d)?;
     let w = check_weights(sample_weight, n)?;
-    let labels = predict(x, n, d, centers, k)?;
-    Ok(labels
-        .iter()
+    let parts: Vec<f64> = w
+        .par_chunks(TILE)
         .enumerate()
-        .map(|(i, &j)| w[i] * sq_dist(&x[i * d..(i + 1) * d], &centers[j as usize * d..(j as usize + 1) * d]))
-        .sum())
+        .map(|(t, wt)| {
+            if cancel.load(Ordering::Relaxed) {
+                return 0.0;
+            }
+            wt.iter().enumerate().map(|(r, wi)| wi * nearest(&x[(t * TILE + r) * d..(t * TILE + r + 1) * d], centers).1).sum()
+        })
+        .collect();
+    check_cancel(cancel)?;
+    Ok(parts.iter().sum())
 }
 
 #[cfg(test)]

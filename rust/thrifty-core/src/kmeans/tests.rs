@@ -1,6 +1,8 @@
 //! Numerics of the k-means core against brute force on small inputs.
 use super::*;
 use crate::rng::{stream, uniform};
+use std::sync::atomic::AtomicBool;
+
 use crate::threads::with_threads;
 
 fn gaussian_blobs(n: usize, d: usize, centers: usize, spread: f64, seed: u64) -> Vec<f64> {
@@ -213,12 +215,11 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(fit(&x, 2, 2, Some(&[-1.0, 2.0]), Init::KMeansPlusPlus, &p).is_err());
     assert!(fit(&x, 2, 2, None, Init::Centers(&[0.0, 1.0]), &p).is_err());
     assert!(fit(&x, 3, 2, None, Init::KMeansPlusPlus, &p).is_err());
-    assert!(predict(&x, 2, 2, &[0.0; 3], 2).is_err());
+    assert!(predict(&x, 2, 2, &[0.0; 3], 2, &AtomicBool::new(false)).is_err());
 }
 
 #[test]
 fn a_raised_cancel_flag_stops_the_fit() {
-    use std::sync::atomic::AtomicBool;
     let (n, d, k) = (500, 3, 5);
     let x = gaussian_blobs(n, d, 3, 1.0, 4);
     for init in [Init::KMeansPlusPlus, Init::Random] {
@@ -226,3 +227,175 @@ fn a_raised_cancel_flag_stops_the_fit() {
         assert_eq!(r.err(), Some(ThriftyError::Interrupted));
     }
 }
+
+/// scikit-learn's Lloyd (`_kmeans_single_lloyd` with `_relocate_empty_clusters_dense`), written out
+/// naively: E-step (nearest centre, lowest index on ties), weighted sums, the m weightless clusters
+/// take the m points farthest from their assigned centre (the sums move, the labels stay), means,
+/// weightless centres at the data mean (scikit-learn's origin); a final E-step unless the labels
+/// repeated. Returns the inertia after `iters` iterations.
+fn reference_lloyd(x: &[f64], d: usize, w: &[f64], init: &[f64], k: usize, iters: usize) -> f64 {
+    let n = w.len();
+    let row = |i: usize| &x[i * d..(i + 1) * d];
+    let mean: Vec<f64> = (0..d).map(|l| (0..n).map(|i| x[i * d + l]).sum::<f64>() / n as f64).collect();
+    let nearest = |c: &[f64]| -> Vec<usize> {
+        (0..n)
+            .map(|i| (0..k).fold((0, f64::INFINITY), |b, j| {
+                let v = sq_dist(row(i), &c[j * d..(j + 1) * d]);
+                if v < b.1 { (j, v) } else { b }
+            }).0)
+            .collect()
+    };
+    let mut c = init.to_vec();
+    let mut labels_old = vec![usize::MAX; n];
+    let mut strict = false;
+    for _ in 0..iters {
+        let labels = nearest(&c);
+        let mut sums = vec![0.0; k * d]; // about the data mean, as scikit-learn's centred X
+        let mut wts = vec![0.0; k];
+        for i in 0..n {
+            let j = labels[i];
+            wts[j] += w[i];
+            for l in 0..d {
+                sums[j * d + l] += w[i] * (x[i * d + l] - mean[l]);
+            }
+        }
+        let empty: Vec<usize> = (0..k).filter(|&j| wts[j] == 0.0).collect();
+        if !empty.is_empty() {
+            let dist: Vec<f64> = (0..n).map(|i| sq_dist(row(i), &c[labels[i] * d..(labels[i] + 1) * d])).collect();
+            if dist.iter().any(|&v| v > 0.0) {
+                let mut order: Vec<usize> = (0..n).collect();
+                order.sort_by(|&a, &b| dist[b].total_cmp(&dist[a]).then(a.cmp(&b)));
+                for (&j, &i) in empty.iter().zip(&order) {
+                    let a = labels[i];
+                    for l in 0..d {
+                        let v = w[i] * (x[i * d + l] - mean[l]);
+                        sums[a * d + l] -= v;
+                        sums[j * d + l] = v;
+                    }
+                    wts[j] = w[i];
+                    wts[a] -= w[i];
+                }
+            }
+        }
+        for j in 0..k {
+            let scale = if wts[j] > 0.0 { 1.0 / wts[j] } else { 1.0 };
+            for l in 0..d {
+                c[j * d + l] = mean[l] + sums[j * d + l] * scale;
+            }
+        }
+        if labels == labels_old {
+            strict = true;
+            break;
+        }
+        labels_old = labels;
+    }
+    let labels = if strict { labels_old } else { nearest(&c) };
+    (0..n).map(|i| w[i] * sq_dist(row(i), &c[labels[i] * d..(labels[i] + 1) * d])).sum()
+}
+
+#[test]
+fn lloyd_follows_scikit_learn_step_for_step_when_clusters_empty() {
+    let mut relocated = 0;
+    for (seed, (n, d, k, blobs)) in [(0u64, (600, 8, 12, 12)), (1, (500, 5, 16, 10)), (2, (800, 16, 20, 20)), (3, (300, 2, 9, 4))] {
+        let x = gaussian_blobs(n, d, blobs, 0.6, seed);
+        let mut r = stream(seed, 7);
+        // Random rows, with the first row repeated: duplicate centres empty at the first step.
+        let mut rows: Vec<usize> = (0..k).map(|_| (uniform(&mut r) * n as f64) as usize).collect();
+        rows[1] = rows[0];
+        let init: Vec<f64> = rows.iter().flat_map(|&i| x[i * d..(i + 1) * d].to_vec()).collect();
+        let ones = vec![1.0; n];
+        let mut w = weights(n, seed);
+        w[rows[2]] = 0.0; // a zero-weight point can be a centre's only member
+        for weighted in [false, true] {
+            let ww = if weighted { &w } else { &ones };
+            for iters in 1..=12 {
+                let p = Params { max_iter: iters, ..params(k, Algorithm::Lloyd, 0) };
+                let fit = super::fit(&x, n, d, weighted.then_some(&w[..]), Init::Centers(&init), &p).unwrap();
+                let expected = reference_lloyd(&x, d, ww, &init, k, iters);
+                assert!(
+                    (fit.run.inertia - expected).abs() <= 1e-9 * expected,
+                    "seed {seed} weighted={weighted} after {iters} iterations: {} vs scikit-learn's {expected}",
+                    fit.run.inertia
+                );
+                if iters == 12 {
+                    relocated += fit.run.stats.iter().map(|s| s.relocated).sum::<usize>();
+                }
+            }
+        }
+    }
+    assert!(relocated > 0, "no cluster emptied after the first step: the test data must be changed");
+}
+
+#[test]
+fn hartigan_reseeds_emptied_clusters_and_stays_monotone() {
+    let (n, d, k) = (1000, 16, 24);
+    let (mut relocated, mut ratio) = (0, 0.0);
+    for seed in 0..8u64 {
+        let x = gaussian_blobs(n, d, k, 0.6, seed);
+        let mut r = stream(seed, 7);
+        let init: Vec<f64> = (0..k).flat_map(|_| {
+            let i = (uniform(&mut r) * n as f64) as usize;
+            x[i * d..(i + 1) * d].to_vec()
+        }).collect();
+        let fit = super::fit(&x, n, d, None, Init::Centers(&init), &params(k, Algorithm::Hartigan, 0)).unwrap();
+        let mut counts = vec![0; k];
+        fit.run.labels.iter().for_each(|&l| counts[l as usize] += 1);
+        assert!(counts.iter().all(|&c| c > 0), "empty cluster: {counts:?}");
+        let mut prev = f64::INFINITY;
+        for s in &fit.run.stats {
+            for v in [s.sse_after_batch, s.sse_after_sequential] {
+                assert!(v <= prev * (1.0 + 1e-12), "{v} > {prev}");
+                prev = v;
+            }
+            relocated += s.relocated;
+        }
+        let lloyd = super::fit(&x, n, d, None, Init::Centers(&init), &params(k, Algorithm::Lloyd, 0)).unwrap();
+        ratio += fit.run.inertia / lloyd.run.inertia / 8.0;
+    }
+    assert!(relocated > 0, "no batch emptied a cluster: the test data must be changed");
+    assert!(ratio < 1.0, "Hartigan's mean inertia is {ratio} times Lloyd's from the same starts");
+}
+
+#[test]
+fn a_raised_cancel_flag_stops_predict_transform_and_inertia() {
+    let (n, d, k) = (2000, 3, 4);
+    let x = gaussian_blobs(n, d, 3, 1.0, 4);
+    let c = &x[..k * d];
+    let stop = AtomicBool::new(true);
+    assert_eq!(predict(&x, n, d, c, k, &stop).err(), Some(ThriftyError::Interrupted));
+    assert_eq!(transform(&x, n, d, c, k, &stop).err(), Some(ThriftyError::Interrupted));
+    assert_eq!(inertia(&x, n, d, None, c, k, &stop).err(), Some(ThriftyError::Interrupted));
+    let go = AtomicBool::new(false);
+    let labels = predict(&x, n, d, c, k, &go).unwrap();
+    let dist = transform(&x, n, d, c, k, &go).unwrap();
+    let direct: f64 = (0..n).map(|i| dist[i * k + labels[i] as usize].powi(2)).sum();
+    assert!((inertia(&x, n, d, None, c, k, &go).unwrap() - direct).abs() <= 1e-9 * direct);
+}
+
+#[test]
+fn impossible_allocations_are_errors_naming_the_argument() {
+    match try_filled(1usize << 62, 0u64, "n_clusters") {
+        Err(ThriftyError::InvalidArgument { arg, .. }) => assert_eq!(arg, "n_clusters"),
+        other => panic!("expected an error, got {:?}", other.map(|v| v.len())),
+    }
+}
+
+#[test]
+fn many_runs_keep_the_first_best_without_holding_them_all() {
+    let (n, d, k) = (200, 2, 4);
+    let x = gaussian_blobs(n, d, 4, 2.0, 6);
+    let p = Params { n_init: 300, ..params(k, Algorithm::Lloyd, 3) };
+    let many = fit(&x, n, d, None, Init::Random, &p).unwrap();
+    // The winner is the lowest inertia, the first run on ties: it equals a single run with its stream.
+    let alone = (0..300)
+        .map(|r| {
+            let mut rng = stream(3, r as u64);
+            let init = init::random_rows(&x, d, &[1.0; 200], k, &mut rng);
+            fit(&x, n, d, None, Init::Centers(&init), &params(k, Algorithm::Lloyd, 0)).unwrap().run.inertia
+        })
+        .collect::<Vec<f64>>();
+    let best = (0..300).fold(0, |b, r| if alone[r] < alone[b] { r } else { b });
+    assert_eq!(many.best_run, best);
+    assert!((many.run.inertia - alone[best]).abs() <= 1e-9 * alone[best]);
+}
+

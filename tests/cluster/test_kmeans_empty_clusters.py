@@ -1,0 +1,75 @@
+"""Empty clusters (issue 10, A6): from the same start our Lloyd follows scikit-learn's Lloyd step for
+step — the same inertia after every iteration — including the steps where a cluster empties and
+scikit-learn relocates it to the points farthest from their centres; Hartigan (which re-seeds an
+emptied cluster at the point whose removal lowers the SSE most) ends below it on average."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans
+from sklearn.datasets import make_blobs
+from threadpoolctl import threadpool_limits
+from thrifty.cluster import HartiganKMeans
+
+
+def _mixture(seed: int, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Well-separated Gaussians, a random-rows start: clusters empty along the way."""
+    X, _ = make_blobs(n_samples=3000, n_features=16, centers=16, cluster_std=1.0, random_state=seed)
+    X = X.astype(dtype)
+    return X, X[np.random.default_rng(seed).choice(len(X), 16, replace=False)]
+
+
+def _sklearn_trace(X: np.ndarray, init: np.ndarray, w: np.ndarray | None, max_iter: int) -> list[float]:
+    """scikit-learn's inertia after each of its iterations (verbose prints the inertia of the new
+    labels against the centres they were assigned to: the inertia after the previous iteration)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), threadpool_limits(1):
+        KMeans(len(init), init=init, n_init=1, tol=0, max_iter=max_iter, verbose=1).fit(X, sample_weight=w)
+    return [float(v) for v in re.findall(r"Iteration \d+, inertia ([0-9.e+-]+?)\.\s", out.getvalue())][1:]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_lloyd_inertia_equals_sklearn_after_every_iteration(dtype: type, weighted: bool) -> None:
+    rtol = 2e-5 if dtype == np.float32 else 1e-9
+    relocated = 0
+    for seed in (1, 2, 4, 5):
+        X, init = _mixture(seed, dtype)
+        w = np.random.default_rng(seed).uniform(0.5, 2.0, len(X)) if weighted else None
+        trace = _sklearn_trace(X, init, w, 40)
+        for m, expected in enumerate(trace[:20], start=1):
+            ours = HartiganKMeans(16, init=init, tol=0, max_iter=m, algorithm="lloyd").fit(X, sample_weight=w)
+            assert ours.inertia_ == pytest.approx(expected, rel=rtol), (seed, m)
+        full = HartiganKMeans(16, init=init, tol=0, algorithm="lloyd").fit(X, sample_weight=w)
+        ref = KMeans(16, init=init, n_init=1, tol=0).fit(X, sample_weight=w)
+        assert full.inertia_ == pytest.approx(ref.inertia_, rel=rtol)
+        relocated += int(full.iteration_stats_["relocated"].sum())
+    assert relocated > 0, "no cluster emptied: the test data no longer exercise the relocation"
+
+
+def test_duplicate_starting_centres_are_relocated_like_sklearn() -> None:
+    X, _ = make_blobs(n_samples=600, n_features=4, centers=6, cluster_std=0.5, random_state=0)
+    init = np.repeat(X[:2], 3, axis=0)  # four of six centres duplicate: they empty at once
+    for m in (1, 2, 3, 5, 10):
+        ours = HartiganKMeans(6, init=init, tol=0, max_iter=m, algorithm="lloyd").fit(X)
+        ref = KMeans(6, init=init, n_init=1, tol=0, max_iter=m).fit(X)
+        assert ours.inertia_ == pytest.approx(ref.inertia_, rel=1e-9), m
+
+
+def test_hartigan_ends_below_sklearn_lloyd_on_average_where_clusters_empty() -> None:
+    ratios = []
+    for seed in range(6):
+        X, init = _mixture(seed, np.float32)
+        ours = HartiganKMeans(16, init=init, tol=0).fit(X)
+        ref = KMeans(16, init=init, n_init=1, tol=0).fit(X)
+        ratios.append(ours.inertia_ / ref.inertia_)
+        assert np.bincount(ours.labels_, minlength=16).min() > 0
+        sse = np.concatenate([[s, t] for s, t in zip(ours.iteration_stats_["sse_after_batch"],
+                                                        ours.iteration_stats_["sse_after_sequential"])])
+        assert np.all(np.diff(sse) <= 1e-6 * sse[:-1])
+    assert np.mean(ratios) < 1.0, ratios
