@@ -75,7 +75,7 @@ def check_result_size(count: int, width: int, name: str, *, itemsize: int = 8, w
     budget = memory_budget()
     if need > budget:
         raise ValueError(
-            f"{name} = {count} asks for {need / 2**30:.3g} GiB for {what} ({count} × {width} values), "
+            f"{name} = {count} asks for {need / 2**30:.3g} GiB for {what}, "
             f"more than this machine's {budget / 2**30:.3g} GiB of memory"
         )
 

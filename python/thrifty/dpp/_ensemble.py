@@ -131,7 +131,7 @@ class LEnsemble:
         ``progress`` as in :meth:`ProjectionDPP.sample_many` (Ctrl-C interrupts long runs).
         """
         count = check_int(n_samples, "n_samples")
-        check_result_size(count, max(1, int(np.ceil(self.expected_size))), "n_samples", what="the samples")
+        check_result_size(count, max(1, int(np.ceil(self.expected_size))), "n_samples", what="the samples (n_samples × sample size)")
         seed = seed_from_random_state(random_state)
         self.seed_ = seed
         nj = check_jobs(n_jobs)
@@ -169,7 +169,7 @@ class LEnsemble:
         if kk > self.rank:
             raise ValueError(f"k = {kk} exceeds the rank of L ({self.rank})")
         count = check_int(n_samples, "n_samples")
-        check_result_size(count, kk, "n_samples", what="the samples")
+        check_result_size(count, kk, "n_samples", what="the samples (n_samples × sample size)")
         seed = seed_from_random_state(random_state)
         self.seed_ = seed
         nj = check_jobs(n_jobs)

@@ -244,7 +244,7 @@ class ProjectionDPP:
         second; ``False`` never) and can be interrupted with Ctrl-C.
         """
         count = check_int(n_samples, "n_samples", minimum=1)
-        check_result_size(count, self.rank, "n_samples", what="the samples")
+        check_result_size(count, self.rank, "n_samples", what="the samples (n_samples × sample size)")
         m = self._method if method is None else self._check_method(method)
         seed = seed_from_random_state(random_state)
         self.seed_ = seed

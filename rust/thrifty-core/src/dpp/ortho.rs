@@ -36,8 +36,6 @@ pub trait Dense: Real {
     fn gram_block(blk: &[Self], b: usize, p: usize, out: &mut [Self]);
     /// `out (b×r) = blk (b×p) · w (p×r)`, all row-major.
     fn mul_block(blk: &[Self], b: usize, p: usize, w: &[Self], r: usize, out: &mut [Self]);
-    /// `out (p×r) = blkᵀ (p×b) · y (b×r)`, all row-major.
-    fn mul_t_block(blk: &[Self], b: usize, p: usize, y: &[Self], r: usize, out: &mut [Self]);
 }
 
 macro_rules! impl_dense {
@@ -55,13 +53,6 @@ macro_rules! impl_dense {
                 let wm = MatRef::from_row_major_slice(w, p, r);
                 let dst = MatMut::from_row_major_slice_mut(out, b, r);
                 matmul(dst, Accum::Replace, x, wm, 1.0 as $t, Par::Seq);
-            }
-            fn mul_t_block(blk: &[Self], b: usize, p: usize, y: &[Self], r: usize, out: &mut [Self]) {
-                use faer::{linalg::matmul::matmul, Accum, MatMut, MatRef, Par};
-                let x = MatRef::from_row_major_slice(blk, b, p);
-                let ym = MatRef::from_row_major_slice(y, b, r);
-                let dst = MatMut::from_row_major_slice_mut(out, p, r);
-                matmul(dst, Accum::Replace, x.transpose(), ym, 1.0 as $t, Par::Seq);
             }
         }
     };
@@ -98,26 +89,66 @@ pub fn gram_cancellable<T: Dense>(x: &[T], n: usize, p: usize, cancel: &AtomicBo
     Ok(sum_partials(partials, p))
 }
 
-/// Leverage scores ‖U_i‖² and `UᵀU Z` for the `k` probe columns `z` (p×k, row-major) in one pass
-/// over U: row blocks stay in cache for the leverage, `Y = U_b Z` and `U_bᵀ Y`; the block partials
-/// are summed in a fixed order (thread-count independent). O(Npk) time.
+/// One row block of [`leverage_and_probe`]: leverage into `lb`, `w_c += (U_i·z_c) U_i` into `w`.
+/// Eight independent lanes per sum so the compiler can keep them in SIMD registers.
+#[inline(always)]
+fn probe_rows<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
+    let mut y = [0.0f64; 4];
+    for (l, row) in lb.iter_mut().zip(ub.chunks_exact(p)) {
+        *l = sumsq(row);
+        for (c, yc) in y.iter_mut().enumerate().take(k) {
+            let zc = &z[c * p..(c + 1) * p];
+            let mut acc = [0.0f64; 8];
+            let (rc, zcc) = (row.chunks_exact(8), zc.chunks_exact(8));
+            let tail: f64 = rc.remainder().iter().zip(zcc.remainder()).map(|(a, b)| a.as_f64() * b).sum();
+            for (r8, z8) in rc.zip(zcc) {
+                for t in 0..8 {
+                    acc[t] += r8[t].as_f64() * z8[t];
+                }
+            }
+            *yc = acc.iter().sum::<f64>() + tail;
+        }
+        for (c, &yc) in y.iter().enumerate().take(k) {
+            for (wj, &uj) in w[c * p..(c + 1) * p].iter_mut().zip(row) {
+                *wj += yc * uj.as_f64();
+            }
+        }
+    }
+}
+
+/// [`probe_rows`] compiled for AVX2 (4 doubles per instruction instead of SSE2's 2).
+///
+/// # Safety
+/// The CPU must support AVX2 (checked by the caller).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn probe_rows_avx2<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
+    probe_rows(ub, p, z, k, lb, w)
+}
+
+/// Leverage scores ‖U_i‖² and `UᵀU Z` for the `k ≤ 4` probe columns `z` (column c at
+/// `z[c*p..]`) in one pass over U: each row is read once for its leverage, its k dot products
+/// y_c = U_i·z_c and the updates w_c += y_c U_i (f64 accumulation). Row blocks run in parallel;
+/// the block partials are summed in a fixed order (thread-count independent). O(Npk) time.
 pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: usize) -> (Vec<f64>, Vec<f64>) {
-    const ROWS: usize = 512;
-    let zt: Vec<T> = z.iter().map(|&v| T::of(v)).collect();
+    const ROWS: usize = 4096;
+    let k = k.min(4);
+    #[cfg(target_arch = "x86_64")]
+    let avx2 = std::arch::is_x86_feature_detected!("avx2");
     let mut lev = vec![0.0; n];
     let partials: Vec<Vec<f64>> = lev
         .par_chunks_mut(ROWS)
         .zip(u[..n * p].par_chunks(ROWS * p))
         .map(|(lb, ub)| {
-            let b = lb.len();
-            for (i, l) in lb.iter_mut().enumerate() {
-                *l = sumsq(&ub[i * p..(i + 1) * p]);
+            let mut w = vec![0.0; p * k];
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: AVX2 support was detected at run time.
+                unsafe { probe_rows_avx2(ub, p, z, k, lb, &mut w) };
+                return w;
             }
-            let mut y = vec![T::zero(); b * k];
-            T::mul_block(ub, b, p, &zt, k, &mut y);
-            let mut w = vec![T::zero(); p * k];
-            T::mul_t_block(ub, b, p, &y, k, &mut w);
-            w.into_iter().map(|v| v.as_f64()).collect()
+            probe_rows(ub, p, z, k, lb, &mut w);
+            w
         })
         .collect();
     let mut w = vec![0.0; p * k];
@@ -138,7 +169,7 @@ pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: u
 /// density of vᵀz is bounded by Γ(p/2)/(√π Γ((p−1)/2)) < √(p/(2π)), Gautschi's inequality), so
 /// such a U passes with probability at most (√(2p/π)·tol/ε)^probes.
 pub fn orthonormality_probe<T: Dense>(u: &[T], n: usize, p: usize, probes: usize, seed: u64) -> (Vec<f64>, f64) {
-    let k = probes.max(1);
+    let k = probes.clamp(1, 4);
     let mut r = rng::stream(seed, 0);
     let mut z = vec![0.0; p * k];
     for c in 0..k {
@@ -147,17 +178,17 @@ pub fn orthonormality_probe<T: Dense>(u: &[T], n: usize, p: usize, probes: usize
         for i in 0..p {
             let (a, b) = (rng::uniform(&mut r).max(f64::MIN_POSITIVE), rng::uniform(&mut r));
             let g = (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos();
-            z[i * k + c] = g;
+            z[c * p + i] = g;
             norm2 += g * g;
         }
         let inv = 1.0 / norm2.sqrt();
         for i in 0..p {
-            z[i * k + c] *= inv;
+            z[c * p + i] *= inv;
         }
     }
     let (lev, w) = leverage_and_probe(u, n, p, &z, k);
     let err = (0..k)
-        .map(|c| (0..p).map(|i| (w[i * k + c] - z[i * k + c]).powi(2)).sum::<f64>().sqrt())
+        .map(|c| (0..p).map(|i| (w[c * p + i] - z[c * p + i]).powi(2)).sum::<f64>().sqrt())
         .fold(0.0, f64::max);
     (lev, if err.is_finite() { err } else { f64::INFINITY })
 }
@@ -176,7 +207,7 @@ pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> f64 {
 }
 
 /// Σ r_i² in f64 over eight independent accumulators (the sum is bound by add latency otherwise).
-#[inline]
+#[inline(always)]
 fn sumsq<T: Real>(r: &[T]) -> f64 {
     let mut acc = [0.0f64; 8];
     let mut chunks = r.chunks_exact(8);
