@@ -24,10 +24,10 @@ class ReducedRankWarning(UserWarning):
     number of non-empty cells or of positive gains is smaller); the result records the true size."""
 
 
-T_co = TypeVar("T_co")
+A = TypeVar("A")
 
 
-class DeprecatedAlias(Generic[T_co]):
+class DeprecatedAlias(Generic[A]):
     """A read-only attribute kept under an old name: reading it warns (FutureWarning) and returns
     the attribute ``new``; assigning to it raises AttributeError."""
 
@@ -93,8 +93,10 @@ def _pandas_to_numpy(a: Any, name: str) -> Any:
     mod = type(a).__module__
     if not mod.startswith("pandas") or not hasattr(a, "to_numpy"):
         return a
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+    import importlib
 
+    ptypes: Any = importlib.import_module("pandas.api.types")
+    is_bool_dtype, is_numeric_dtype = ptypes.is_bool_dtype, ptypes.is_numeric_dtype
     dtypes = list(a.dtypes) if hasattr(a, "columns") else [a.dtype]
     for dt in dtypes:
         if not (is_numeric_dtype(dt) or is_bool_dtype(dt)) or str(dt).startswith("complex"):
@@ -198,11 +200,10 @@ def run_chunked(count: int, call: Callable[[int, int], T], progress: bool | None
             offset += size
             if bar is not None:
                 bar.update(size)
-            elif progress is not False and offset < count:
-                if progress or (time.perf_counter() - start) * count / offset > 1.0:
-                    from tqdm.auto import tqdm
+            elif offset < count and (progress or (time.perf_counter() - start) * count / offset > 1.0):
+                from tqdm.auto import tqdm
 
-                    bar = tqdm(total=count, initial=offset, desc=desc, unit="sample")
+                bar = tqdm(total=count, initial=offset, desc=desc, unit="sample")
     finally:
         if bar is not None:
             bar.close()

@@ -187,7 +187,7 @@ def estimate_density(Z: F64, density: Density, X: F64) -> F64:
         return np.ones(n)
     if isinstance(density, str):
         if density == "histogram":
-            bins = max(1, int(round((n / 10.0) ** (1.0 / d))))
+            bins = max(1, round((n / 10.0) ** (1.0 / d)))
             lo, hi = Z.min(axis=0), Z.max(axis=0)
             hist, edges = np.histogramdd(Z, bins=bins, range=list(zip(lo, hi + 1e-12)))
             idx = tuple(np.clip(np.searchsorted(edges[a], Z[:, a], side="right") - 1, 0, bins - 1) for a in range(d))
@@ -280,7 +280,7 @@ def binned_kde(Z: F64, *, bandwidth: Any = None) -> F64:
 def _subsample_kde(Z: F64, h: F64, centres: int = 1000) -> F64:
     """Product-Gaussian KDE at every point, the sum over the other points estimated from a fixed
     random subsample S (unbiased): ``K(0)/n + (n−1)/n · mean_{j∈S, j≠i} K_h(x_i − x_j)``."""
-    n, d = Z.shape
+    n = Z.shape[0]
     pick = np.random.default_rng(0).choice(n, size=min(n, centres), replace=False)
     in_s = np.zeros(n, dtype=bool)
     in_s[pick] = True
@@ -357,7 +357,7 @@ def _discretize(
     jacobi_params: Any,
 ) -> ProjectionDPP | StratifiedDPP:
     """:func:`discretize` on validated data; ``size_name`` is the user's name for m in messages."""
-    n, d = x.shape
+    n = x.shape[0]
     mm = check_int(m, size_name, minimum=1)
     if mm > n:
         raise ValueError(f"{size_name} = {mm} exceeds the number of points ({n})")

@@ -170,7 +170,7 @@ class ProjectionDPP:
         self.seed_: int | None = None
 
     @staticmethod
-    def _check_mode(check: Any, shape: tuple[int, ...]) -> str:
+    def _check_mode(check: Any, shape: tuple[int, ...]) -> Literal["skip", "randomized", "exact"]:
         if check is False or (isinstance(check, (bool, np.bool_)) and not check):
             return "skip"
         if check is True or (isinstance(check, (bool, np.bool_)) and check) or check == "randomized":
