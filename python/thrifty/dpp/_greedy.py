@@ -185,6 +185,10 @@ def select_mutual_information(
         Validate the whole matrix first (finite, symmetric, non-negative diagonal): O(n²), small
         beside the O(n³) inverse that reads every entry.
 
+    Notes
+    -----
+    Ctrl-C stops the selection between steps (not inside the initial O(n³) inverse).
+
     Examples
     --------
     >>> import numpy as np

@@ -348,7 +348,7 @@ impl DppStratified {
 fn dpp_daubechies_features<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, m: usize, order: usize, density: PyReadonlyArray1<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (s, n, d) = slice2(&x, "X")?;
     let g = slice1(&density, "density")?;
-    let f = enter(py, None, |_| kernels::daubechies_features(s, n, d, m, order, g))?;
+    let f = enter(py, None, |c| kernels::daubechies_features(s, n, d, m, order, g, c))?;
     matrix(py, f, n, m)
 }
 
@@ -357,7 +357,7 @@ fn dpp_daubechies_features<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, 
 fn dpp_jacobi_features<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, m: usize, a: f64, b: f64, density: PyReadonlyArray1<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (s, n, d) = slice2(&x, "X")?;
     let g = slice1(&density, "density")?;
-    let f = enter(py, None, |_| kernels::jacobi_features(s, n, d, m, a, b, g))?;
+    let f = enter(py, None, |c| kernels::jacobi_features(s, n, d, m, a, b, g, c))?;
     matrix(py, f, n, m)
 }
 

@@ -333,7 +333,7 @@ pub fn dyadic_levels(m: usize, d: usize) -> Result<Vec<u32>> {
 
 /// Dense features (n×m, row-major) √(1/γ̃)(x_i) Π_a φ^per_{J_a,k_a}(x_ia) of periodised tensor
 /// Daubechies scaling functions on [0,1]^d, m = 2^{Σ J_a}.
-pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize, density: &[f64]) -> Result<Vec<f64>> {
+pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize, density: &[f64], cancel: &AtomicBool) -> Result<Vec<f64>> {
     check_points(x, n, d, 0.0, 1.0)?;
     check_density(density, n)?;
     if m > n {
@@ -343,7 +343,10 @@ pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize
     let phi = ScalingFunction::new(order, 12)?;
     let sup = phi.support as isize;
     let mut out: Vec<f64> = try_zeroed("m", checked_size("m", n, m)?)?;
-    out.par_chunks_mut(m).enumerate().for_each(|(i, row)| {
+    out.par_chunks_mut(m).enumerate().try_for_each(|(i, row)| {
+        if i % 1024 == 0 {
+            super::check_cancel(cancel)?;
+        }
         let mut acc = vec![1.0];
         for a in 0..d {
             let ja = levels[a];
@@ -368,7 +371,8 @@ pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize
         for (o, v) in row.iter_mut().zip(acc) {
             *o = w * v;
         }
-    });
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -467,7 +471,7 @@ pub fn ope_multi_indices(m: usize, d: usize) -> Vec<Vec<usize>> {
 
 /// Dense features (n×m) √(q/γ̃)(x_i) Π_a p_{k_a}(x_ia) of the multivariate Jacobi ensemble on
 /// [−1,1]^d, q = Π(1−x_a)^a(1+x_a)^b. Points on the boundary are rejected when an exponent is < 0.
-pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, density: &[f64]) -> Result<Vec<f64>> {
+pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, density: &[f64], cancel: &AtomicBool) -> Result<Vec<f64>> {
     check_points(x, n, d, -1.0, 1.0)?;
     check_density(density, n)?;
     if m == 0 || m > n {
@@ -482,7 +486,10 @@ pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, 
     let idx = ope_multi_indices(m, d);
     let deg = idx.iter().flat_map(|v| v.iter().copied()).max().unwrap_or(0);
     let mut out: Vec<f64> = try_zeroed("m", checked_size("m", n, m)?)?;
-    out.par_chunks_mut(m).enumerate().for_each(|(i, row)| {
+    out.par_chunks_mut(m).enumerate().try_for_each(|(i, row)| {
+        if i % 1024 == 0 {
+            super::check_cancel(cancel)?;
+        }
         let mut polys = vec![0.0; d * (deg + 1)];
         let mut logq = 0.0;
         for ax in 0..d {
@@ -503,7 +510,8 @@ pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, 
             }
             *o = v;
         }
-    });
+        Ok(())
+    })?;
     Ok(out)
 }
 
