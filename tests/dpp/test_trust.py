@@ -178,7 +178,12 @@ def test_absurd_sample_counts_raise_value_error_naming_the_argument() -> None:
     assert out.stdout.split() == ["ValueError", "True"] * 4
 
 
-def test_absurd_kernel_and_batch_sizes() -> None:
+def test_absurd_kernel_and_batch_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import thrifty.dpp._checks as checks
+
+    # 195 GiB of features: refused before anything is allocated (the budget is pinned so the test
+    # means the same on a machine with more memory).
+    monkeypatch.setattr(checks, "memory_budget", lambda: 64 * 2**30)
     X = np.random.default_rng(7).uniform(size=(200_000, 2))
     with pytest.raises(ValueError, match="m = 131072 asks for .* GiB"):
         discretize(X, 2**17, kernel="daubechies")
