@@ -86,7 +86,7 @@ impl Spectrum {
     /// `v` is n×r row-major, `lam` the r positive eigenvalues.
     pub fn from_parts(v: Vec<f64>, lam: Vec<f64>, n: usize) -> Result<Self> {
         let r = lam.len();
-        if v.len() != n.checked_mul(r).unwrap_or(usize::MAX) {
+        if v.len() != n.saturating_mul(r) {
             return Err(ThriftyError::shape("eigenvectors", format!("must have shape ({n}, {r})")));
         }
         ensure_finite("eigenvectors", &v)?;

@@ -471,6 +471,7 @@ pub fn ope_multi_indices(m: usize, d: usize) -> Vec<Vec<usize>> {
 
 /// Dense features (n×m) √(q/γ̃)(x_i) Π_a p_{k_a}(x_ia) of the multivariate Jacobi ensemble on
 /// [−1,1]^d, q = Π(1−x_a)^a(1+x_a)^b. Points on the boundary are rejected when an exponent is < 0.
+#[allow(clippy::too_many_arguments)]
 pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, density: &[f64], cancel: &AtomicBool) -> Result<Vec<f64>> {
     check_points(x, n, d, -1.0, 1.0)?;
     check_density(density, n)?;
