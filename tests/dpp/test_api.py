@@ -31,7 +31,7 @@ def test_same_seed_same_samples_on_any_thread_count() -> None:
     b = dpp.sample_many(64, random_state=42, n_jobs=2)
     c = dpp.sample_many(64, random_state=42)
     assert np.array_equal(a, b) and np.array_equal(a, c)
-    assert dpp.last_seed_ == 42
+    assert dpp.seed_ == 42
     assert np.array_equal(dpp.sample(random_state=42), a[0])
     ens = LEnsemble(features=rng.normal(size=(300, 8)))
     x = ens.sample_many(20, random_state=1, n_jobs=1)
@@ -40,7 +40,7 @@ def test_same_seed_same_samples_on_any_thread_count() -> None:
     assert np.array_equal(ens.sample_k_many(3, 10, random_state=5, n_jobs=1), ens.sample_k_many(3, 10, random_state=5, n_jobs=2))
     # A numpy Generator is accepted and the seed drawn from it is recorded.
     dpp.sample(random_state=np.random.default_rng(3))
-    assert isinstance(dpp.last_seed_, int)
+    assert isinstance(dpp.seed_, int)
 
 
 def test_float32_is_kept() -> None:
@@ -138,7 +138,7 @@ def test_coreset_fields_and_reproducibility() -> None:
     rng = np.random.default_rng(5)
     X = rng.normal(size=(3000, 2))
     a = Coreset(X, 100, random_state=7)
-    b = Coreset(X, 100, random_state=a.seed)
+    b = Coreset(X, 100, random_state=a.seed_)
     assert np.array_equal(a.indices, b.indices)
     assert a.indices.size == a.weights.size <= 100
     assert "Coreset(" in repr(a)

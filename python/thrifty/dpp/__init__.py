@@ -8,9 +8,12 @@ and greedy log-det selection.
 - :func:`greedy_map`, :func:`select_entropy`, :func:`select_mutual_information`.
 
 All samplers run in the Rust core, draw every sample from its own random stream (identical results
-on any number of threads) and never form an n×n matrix unless given one.
+on any number of threads) and never form an n×n matrix unless given one. Long calls stop on Ctrl-C;
+every object pickles; the seed of the last sampling call is ``seed_``. A sample or selection smaller
+than asked comes with a :class:`ReducedRankWarning` and records its true size.
 """
 
+from thrifty.dpp._checks import ReducedRankWarning
 from thrifty.dpp._coreset import Coreset, MinibatchSampler
 from thrifty.dpp._ensemble import LEnsemble
 from thrifty.dpp._greedy import Selection, greedy_map, select_entropy, select_mutual_information
@@ -22,6 +25,7 @@ __all__ = [
     "LEnsemble",
     "MinibatchSampler",
     "ProjectionDPP",
+    "ReducedRankWarning",
     "Selection",
     "StratifiedDPP",
     "daubechies_phi",

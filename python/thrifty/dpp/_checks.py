@@ -3,17 +3,49 @@
 from __future__ import annotations
 
 import numbers
+import os
+import sys
 import time
-from typing import Any, Callable, TypeVar
+import warnings
+from typing import Any, Callable, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from thrifty._validation import check_finite_matrix, check_finite_vector
+from thrifty._validation import check_finite_matrix, check_finite_vector, check_n_jobs
 
 T = TypeVar("T")
 FloatArray = npt.NDArray[np.floating[Any]]
 IntArray = npt.NDArray[np.int64]
+
+
+class ReducedRankWarning(UserWarning):
+    """A DPP sample or a selection has fewer items than asked (the kernel's numerical rank, the
+    number of non-empty cells or of positive gains is smaller); the result records the true size."""
+
+
+A = TypeVar("A")
+
+
+class DeprecatedAlias(Generic[A]):
+    """A read-only attribute kept under an old name: reading it warns (FutureWarning) and returns
+    the attribute ``new``; assigning to it raises AttributeError."""
+
+    def __init__(self, new: str) -> None:
+        self.new = new
+        self.name = new
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        warnings.warn(f"{self.name} is deprecated and will be removed; use {self.new}", FutureWarning, stacklevel=2)
+        return getattr(obj, self.new)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise AttributeError(f"{self.name} is a read-only alias of {self.new}")
 
 
 def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
@@ -21,10 +53,61 @@ def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = 
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     v = int(value)
-    if v < minimum or (maximum is not None and v > maximum):
-        hi = "" if maximum is None else f", {maximum}"
-        raise ValueError(f"{name} must be in [{minimum}{hi}], got {v}")
+    if maximum is None and v < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {v}")
+    if maximum is not None and not minimum <= v <= maximum:
+        raise ValueError(f"{name} must be between {minimum} and {maximum}, got {v}")
     return v
+
+
+def memory_budget() -> int:
+    """Bytes of physical memory (the most any single result may take)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 2**40
+
+
+def check_result_size(count: int, width: int, name: str, *, itemsize: int = 8, what: str = "the result") -> None:
+    """ValueError naming ``name`` when ``count × width`` values of ``itemsize`` bytes exceed the
+    machine's physical memory (checked before anything is allocated)."""
+    need = count * max(width, 1) * itemsize
+    budget = memory_budget()
+    if need > budget:
+        raise ValueError(
+            f"{name} = {count} asks for {need / 2**30:.3g} GiB for {what}, "
+            f"more than this machine's {budget / 2**30:.3g} GiB of memory"
+        )
+
+
+def check_jobs(n_jobs: Any) -> int | None:
+    """scikit-learn's ``n_jobs`` as a thread count, capped at the number of CPUs."""
+    nj = check_n_jobs(n_jobs)
+    return None if nj is None else max(1, min(nj, os.cpu_count() or 1))
+
+
+def _pandas_to_numpy(a: Any, name: str) -> Any:
+    """A pandas DataFrame/Series as a float ndarray, like scikit-learn: nullable integer/float/
+    boolean columns and ``pd.NA`` become float64 with NaN (so the finiteness check names the
+    argument); non-numeric columns raise a TypeError naming the argument."""
+    mod = type(a).__module__
+    if not mod.startswith("pandas") or not hasattr(a, "to_numpy"):
+        return a
+    import importlib
+
+    ptypes: Any = importlib.import_module("pandas.api.types")
+    is_bool_dtype, is_numeric_dtype = ptypes.is_bool_dtype, ptypes.is_numeric_dtype
+    dtypes = list(a.dtypes) if hasattr(a, "columns") else [a.dtype]
+    for dt in dtypes:
+        if not (is_numeric_dtype(dt) or is_bool_dtype(dt)) or str(dt).startswith("complex"):
+            raise TypeError(f"{name} must hold real numbers; it has a column of dtype {dt}")
+    target = np.float32 if dtypes and all(str(dt) in ("float32", "Float32") for dt in dtypes) else np.float64
+    return a.to_numpy(dtype=target, na_value=np.nan)
+
+
+def as_array(a: Any, name: str) -> Any:
+    """Array-likes as NumPy arrays, pandas objects (nullable dtypes, booleans, pd.NA) included."""
+    return _pandas_to_numpy(a, name)
 
 
 def check_positive_float(value: Any, name: str, *, allow_zero: bool = False) -> float:
@@ -42,6 +125,7 @@ def check_matrix(a: Any, name: str, *, finite: bool = True) -> FloatArray:
     ``finite=False`` leaves the NaN/inf check to the Rust core (same message, one pass less over
     large arrays).
     """
+    a = as_array(a, name)
     if finite:
         return check_finite_matrix(a, name, dtype=None)
     arr = np.asarray(a)
@@ -58,12 +142,12 @@ def check_matrix(a: Any, name: str, *, finite: bool = True) -> FloatArray:
 
 def check_matrix64(a: Any, name: str) -> npt.NDArray[np.float64]:
     """A C-contiguous float64 array."""
-    out: npt.NDArray[np.float64] = np.asarray(check_finite_matrix(a, name, dtype=np.float64), dtype=np.float64)
+    out: npt.NDArray[np.float64] = np.asarray(check_finite_matrix(as_array(a, name), name, dtype=np.float64), dtype=np.float64)
     return out
 
 
 def check_vector(a: Any, name: str, length: int) -> npt.NDArray[np.float64]:
-    return check_finite_vector(a, name, length)
+    return check_finite_vector(as_array(a, name), name, length)
 
 
 def readonly_copy(a: FloatArray) -> FloatArray:
@@ -86,14 +170,23 @@ def resolve_weights(weights: Any, kdiag: npt.NDArray[np.float64], n: int) -> npt
     return check_vector(weights, "weights", n)
 
 
+def show_progress(progress: bool | None) -> bool | None:
+    """``progress`` as asked; ``None`` (automatic) becomes False unless stderr is a terminal."""
+    if progress is None and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        return False
+    return progress
+
+
 def run_chunked(count: int, call: Callable[[int, int], T], progress: bool | None, desc: str) -> list[T]:
     """Run ``call(offset, size)`` over chunks of ``count`` samples.
 
-    Sample ``s`` always draws from stream (seed, s), so chunking does not change the result. Between
-    chunks Python regains control (Ctrl-C interrupts the work) and a tqdm progress bar is shown when
-    ``progress`` is True, or when it is None and the work is estimated to take more than a second.
+    Sample ``s`` always draws from stream (seed, s), so chunking does not change the result. Each
+    call can be interrupted with Ctrl-C (the core checks a cancel flag between samples). A tqdm
+    progress bar is shown when ``progress`` is True, or when it is None, stderr is a terminal and
+    the work is estimated to take more than a second.
     """
-    if count <= 256 and progress is not True:
+    progress = show_progress(progress)
+    if progress is not True and (count <= 256 or progress is False):
         return [call(0, count)]
     chunk = max(64, -(-count // 50))
     out: list[T] = []
@@ -107,11 +200,10 @@ def run_chunked(count: int, call: Callable[[int, int], T], progress: bool | None
             offset += size
             if bar is not None:
                 bar.update(size)
-            elif progress is not False and offset < count:
-                if progress or (time.perf_counter() - start) * count / offset > 1.0:
-                    from tqdm.auto import tqdm
+            elif offset < count and (progress or (time.perf_counter() - start) * count / offset > 1.0):
+                from tqdm.auto import tqdm
 
-                    bar = tqdm(total=count, initial=offset, desc=desc, unit="sample")
+                bar = tqdm(total=count, initial=offset, desc=desc, unit="sample")
     finally:
         if bar is not None:
             bar.close()

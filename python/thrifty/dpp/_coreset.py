@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Iterator
 
 import numpy as np
 import numpy.typing as npt
 
 from thrifty._validation import RandomState, seed_from_random_state
-from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_matrix64, check_vector
-from thrifty.dpp._kernels import Density, Kernel, Split, StratifiedDPP, discretize
+from thrifty.dpp._checks import DeprecatedAlias, IntArray, check_int, check_matrix64, check_vector
+from thrifty.dpp._kernels import Density, Kernel, Split, StratifiedDPP, _discretize
 from thrifty.dpp._projection import ProjectionDPP
+
+#: Batches drawn per call into the core while iterating (constant memory whatever n_batches is).
+_BATCH_CHUNK = 64
 
 F64 = npt.NDArray[np.float64]
 
@@ -30,8 +34,10 @@ class Coreset:
     ----------
     X : array-like of shape (n, d)
     m : int
-        Coreset size (the rank of the kernel; Haar with ``split="volume"`` can return fewer points
-        when some of the m boxes hold no data).
+        Requested coreset size (the rank of the kernel). It can come out smaller — Haar with
+        ``split="volume"`` when some of the m boxes hold no data, OPE/Daubechies features that are
+        numerically rank deficient on duplicated or heavy-tailed data —: then a
+        :class:`~thrifty.dpp.ReducedRankWarning` is issued and :attr:`size` records the true size.
     kernel : {"haar", "ope", "daubechies"}, default "haar"
     density : None, "uniform", "histogram", "kde", callable or array of shape (n,)
         Estimate γ̃ of the data density used in the features ``√(q/γ̃)Φ``.
@@ -42,14 +48,23 @@ class Coreset:
 
     Attributes
     ----------
+    m : int
+        The requested size.
+    size : int
+        The size of the coreset (the kernel's rank; ``size < m`` only with a warning).
     indices : ndarray of int64, shape (size,)
     weights : ndarray of float64, shape (size,)
     inclusion_probabilities : ndarray of shape (n,)
         ``K_ii`` for every point.
     dpp : ProjectionDPP or StratifiedDPP
         The discrete kernel (reuse it to draw more coresets).
-    seed : int
-        The seed used (pass it back as ``random_state`` to reproduce the coreset).
+    seed_ : int
+        The seed used (pass it back as ``random_state`` to reproduce the coreset); ``seed`` is a
+        deprecated alias.
+
+    Notes
+    -----
+    Coresets pickle and deep-copy; the copy's ``dpp`` samples the same as the original's.
 
     Examples
     --------
@@ -60,6 +75,8 @@ class Coreset:
     >>> cs.indices.shape, float(np.round(cs.weights.sum()))
     ((64,), 5000.0)
     """
+
+    seed = DeprecatedAlias[int]("seed_")
 
     def __init__(
         self,
@@ -79,7 +96,8 @@ class Coreset:
         if weights not in ("unbiased", "self_normalized"):
             raise ValueError(f"weights must be 'unbiased' or 'self_normalized', got {weights!r}")
         x = check_matrix64(X, "X")
-        dpp = discretize(x, m, kernel=kernel, density=density, **kernel_options)
+        opts = {"domain": None, "split": "volume", "order": 2, "jacobi_params": (0.0, 0.0), **kernel_options}
+        dpp = _discretize(x, m, "m", kernel, density, opts["domain"], opts["split"], opts["order"], opts["jacobi_params"])
         seed = seed_from_random_state(random_state)
         idx = dpp.sample(seed)
         kdiag = dpp.inclusion_probabilities()
@@ -92,15 +110,16 @@ class Coreset:
         self.weights_mode: str = weights
         self.kernel_options: dict[str, Any] = dict(kernel_options)
         self.indices: IntArray = idx
+        self.size: int = int(idx.size)
         self.weights: F64 = w
         self.inclusion_probabilities: F64 = kdiag
         self.dpp: ProjectionDPP | StratifiedDPP = dpp
-        self.seed: int = seed
+        self.seed_: int = seed
 
     def __repr__(self) -> str:
         return (
-            f"Coreset(n={self.X.shape[0]}, size={self.indices.size}, kernel={self.kernel!r}, "
-            f"weights={self.weights_mode!r}, seed={self.seed})"
+            f"Coreset(n={self.X.shape[0]}, m={self.m}, size={self.size}, kernel={self.kernel!r}, "
+            f"weights={self.weights_mode!r}, seed_={self.seed_})"
         )
 
     def estimate(self, f: Any) -> float:
@@ -127,18 +146,31 @@ class MinibatchSampler:
     X : array-like of shape (n, d)
         The features that define the kernel (not necessarily the model inputs).
     batch_size : int
+        Requested batch size (the kernel's rank; with ``kernel="ope"``/``"daubechies"`` on
+        duplicated or heavy-tailed data the rank can be smaller: a
+        :class:`~thrifty.dpp.ReducedRankWarning` says so and :attr:`batch_size` is the true size).
     kernel : {"haar", "ope", "daubechies"}, default "haar"
     n_batches : int, optional
-        Batches per pass of the iterator; default ``ceil(n / batch_size)``.
+        Batches per pass of the iterator; default ``ceil(n / batch_size)``. Batches are drawn
+        lazily, 64 at a time: any number of batches iterates in constant memory.
     density, random_state, **kernel_options
         As in :class:`Coreset`; ``split`` defaults to ``"quantile"`` here.
 
     Attributes
     ----------
+    batch_size : int
+        Size of every batch (the kernel's rank).
     item_weights : ndarray of shape (n,)
         ``1/(n K_ii)``: the weight of item i whenever it is in a batch.
     dpp : ProjectionDPP or StratifiedDPP
-    seed : int
+    seed_ : int
+        Seed of the sampler (epoch e draws from seed ``(seed_·1000003 + e) mod (2⁶³−1)``);
+        ``seed`` is a deprecated alias.
+
+    Notes
+    -----
+    The sampler pickles and deep-copies (with its epoch counter): the copy yields the same batches
+    as the original would.
 
     Examples
     --------
@@ -150,6 +182,8 @@ class MinibatchSampler:
     >>> idx.shape, w.shape, len(sampler)
     ((32,), (32,), 32)
     """
+
+    seed = DeprecatedAlias[int]("seed_")
 
     def __init__(
         self,
@@ -163,34 +197,46 @@ class MinibatchSampler:
         **kernel_options: Any,
     ) -> None:
         x = check_matrix64(X, "X")
-        bs = check_int(batch_size, "batch_size", minimum=1, maximum=x.shape[0])
-        opts: dict[str, Any] = dict(kernel_options)
-        if kernel == "haar":
-            split: Split = opts.pop("split", "quantile")
-            opts["split"] = split
-        self.dpp: ProjectionDPP | StratifiedDPP = discretize(x, bs, kernel=kernel, density=density, **opts)
+        allowed = {"domain", "split", "order", "jacobi_params"}
+        unknown = set(kernel_options) - allowed
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        bs = check_int(batch_size, "batch_size", minimum=1)
+        if bs > x.shape[0]:
+            raise ValueError(f"batch_size = {bs} exceeds the number of points ({x.shape[0]})")
+        nb = None if n_batches is None else check_int(n_batches, "n_batches", minimum=1, maximum=sys.maxsize)
+        split: Split = kernel_options.get("split", "quantile" if kernel == "haar" else "volume")
+        opts = {"domain": None, "order": 2, "jacobi_params": (0.0, 0.0), **kernel_options, "split": split}
+        self.dpp: ProjectionDPP | StratifiedDPP = _discretize(
+            x, bs, "batch_size", kernel, density, opts["domain"], opts["split"], opts["order"], opts["jacobi_params"]
+        )
         self.n_items: int = int(x.shape[0])
         self.batch_size: int = int(self.dpp.rank)
-        self.n_batches: int = (
-            math.ceil(self.n_items / bs) if n_batches is None else check_int(n_batches, "n_batches", minimum=1)
-        )
+        self.n_batches: int = math.ceil(self.n_items / bs) if nb is None else nb
         self.item_weights: F64 = 1.0 / (self.n_items * self.dpp.inclusion_probabilities())
-        self.seed: int = seed_from_random_state(random_state)
+        self.seed_: int = seed_from_random_state(random_state)
         self._epoch = 0
 
     def __len__(self) -> int:
         return self.n_batches
 
     def __repr__(self) -> str:
-        return f"MinibatchSampler(n_items={self.n_items}, batch_size={self.batch_size}, n_batches={self.n_batches}, seed={self.seed})"
+        return (
+            f"MinibatchSampler(n_items={self.n_items}, batch_size={self.batch_size}, "
+            f"n_batches={self.n_batches}, seed_={self.seed_})"
+        )
 
-    def _epoch_batches(self) -> IntArray:
-        seed = (self.seed * 1_000_003 + self._epoch) % (2**63 - 1)
+    def _epoch_batches(self) -> Iterator[IntArray]:
+        """The batches of the next epoch, drawn lazily in chunks (batch s from stream (seed, s))."""
+        seed = (self.seed_ * 1_000_003 + self._epoch) % (2**63 - 1)
         self._epoch += 1
-        return self.dpp.sample_many(self.n_batches, seed, progress=False)
+        for offset in range(0, self.n_batches, _BATCH_CHUNK):
+            size = min(_BATCH_CHUNK, self.n_batches - offset)
+            yield from self.dpp._sample_range(size, seed, offset)
 
     def __iter__(self) -> Iterator[tuple[IntArray, F64]]:
-        """One pass: ``n_batches`` pairs (indices int64 (batch_size,), weights float64 (batch_size,))."""
+        """One pass: ``n_batches`` pairs (indices int64 (batch_size,), weights float64 (batch_size,)),
+        drawn lazily (constant memory)."""
         for b in self._epoch_batches():
             yield b, self.item_weights[b]
 
@@ -218,7 +264,7 @@ class MinibatchSampler:
 
             def __iter__(self) -> Iterator[list[int]]:
                 for b in outer._epoch_batches():
-                    yield [int(i) for i in b]
+                    yield b.tolist()
 
             def __len__(self) -> int:
                 return outer.n_batches

@@ -8,12 +8,14 @@ import numpy as np
 import numpy.typing as npt
 
 from thrifty import _core
-from thrifty._validation import RandomState, check_n_jobs, seed_from_random_state
+from thrifty._validation import RandomState, seed_from_random_state
 from thrifty.dpp._checks import (
+    DeprecatedAlias,
     IntArray,
     check_int,
+    check_jobs,
     check_matrix,
-    check_matrix64,
+    check_result_size,
     check_vector,
     resolve_weights,
     run_chunked,
@@ -38,6 +40,12 @@ class LEnsemble:
     Parameters
     ----------
     L : array-like of shape (n, n), optional
+        float32 or float64 (or pandas). The checks are scaled to the input's precision ``eps``
+        (2.2e-16 for float64, 1.2e-7 for float32): an asymmetry up to ``max(1e-10, 64·eps)·max|L|``
+        and negative eigenvalues down to ``−max(1e-9, 64·√n·eps)·max(λ_max, max|L|)`` are rounding
+        of a PSD kernel; those eigenvalues are **clipped to zero** (dropped from the spectrum), as
+        are, for float32 input, positive eigenvalues below the same level (rounding noise). Larger
+        violations raise a ValueError.
     features : array-like of shape (n, d), optional
         float32 or float64.
 
@@ -45,16 +53,23 @@ class LEnsemble:
     ----------
     n_items : int
     rank : int
-        Number of eigenvalues above ``1e-13 · λ_max`` (others are treated as 0).
+        Number of eigenvalues kept (above ``1e-13 · λ_max`` for float64 input; above the rounding
+        level above for float32 input); the others are treated as 0.
     eigenvalues_ : ndarray of shape (rank,)
     expected_size : float
         ``E|S| = Σ λ/(1+λ)``.
-    last_seed_ : int or None
+    seed_ : int or None
+        Seed used by the last sampling call; ``last_seed_`` is a deprecated alias.
 
     Raises
     ------
     ValueError
         Both or neither argument, empty, NaN/inf, non-square, non-symmetric or non-PSD ``L``.
+
+    Notes
+    -----
+    Instances pickle and deep-copy (the spectrum is saved, not recomputed) and sample the same after
+    a round trip. Sampling can be interrupted with Ctrl-C; the eigendecomposition itself cannot.
 
     Examples
     --------
@@ -68,14 +83,17 @@ class LEnsemble:
     5
     """
 
+    last_seed_ = DeprecatedAlias[int]("seed_")
+
     def __init__(self, L: Any = None, *, features: Any = None) -> None:
         if (L is None) == (features is None):
             raise ValueError("give exactly one of L and features")
         if L is not None:
-            lm = check_matrix64(L, "L")
+            lm = check_matrix(L, "L")
             if lm.shape[0] != lm.shape[1]:
                 raise ValueError(f"L must be square, got shape {lm.shape}")
-            self._core = _core.DppEnsemble.from_kernel(lm)
+            eps = float(np.finfo(lm.dtype).eps)
+            self._core = _core.DppEnsemble.from_kernel(np.ascontiguousarray(lm, dtype=np.float64), eps)
             self.n_items: int = int(lm.shape[0])
         else:
             f = check_matrix(features, "features")
@@ -85,7 +103,17 @@ class LEnsemble:
         self.eigenvalues_: npt.NDArray[np.float64] = np.asarray(self._core.eigenvalues())
         self.expected_size: float = float(np.sum(self.eigenvalues_ / (1.0 + self.eigenvalues_)))
         self._kdiag: npt.NDArray[np.float64] = np.asarray(self._core.inclusion())
-        self.last_seed_: int | None = None
+        self.seed_: int | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k != "_core"}
+        state["_eigenvectors"] = np.asarray(self._core.eigenvectors())
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vectors = np.ascontiguousarray(state.pop("_eigenvectors"), dtype=np.float64)
+        self.__dict__.update(state)
+        self._core = _core.DppEnsemble.from_parts(vectors, np.ascontiguousarray(self.eigenvalues_, dtype=np.float64))
 
     def __repr__(self) -> str:
         return f"LEnsemble(n_items={self.n_items}, rank={self.rank}, expected_size={self.expected_size:.3g})"
@@ -103,14 +131,15 @@ class LEnsemble:
         ``progress`` as in :meth:`ProjectionDPP.sample_many` (Ctrl-C interrupts long runs).
         """
         count = check_int(n_samples, "n_samples")
+        check_result_size(count, max(1, int(np.ceil(self.expected_size))), "n_samples", what="the samples (n_samples × sample size)")
         seed = seed_from_random_state(random_state)
-        self.last_seed_ = seed
-        nj = check_n_jobs(n_jobs)
+        self.seed_ = seed
+        nj = check_jobs(n_jobs)
 
         def chunk(off: int, size: int) -> list[IntArray]:
-            flat, offsets = self._core.sample_many(size, seed, nj, off)
-            f = np.asarray(flat, dtype=np.int64)
-            o = np.asarray(offsets)
+            out = self._core.sample_many(size, seed, nj, off)
+            f = np.asarray(out["flat"], dtype=np.int64)
+            o = np.asarray(out["offsets"])
             return [f[o[s] : o[s + 1]] for s in range(size)]
 
         return [s for part in run_chunked(count, chunk, progress, "DPP samples") for s in part]
@@ -140,13 +169,14 @@ class LEnsemble:
         if kk > self.rank:
             raise ValueError(f"k = {kk} exceeds the rank of L ({self.rank})")
         count = check_int(n_samples, "n_samples")
+        check_result_size(count, kk, "n_samples", what="the samples (n_samples × sample size)")
         seed = seed_from_random_state(random_state)
-        self.last_seed_ = seed
-        nj = check_n_jobs(n_jobs)
+        self.seed_ = seed
+        nj = check_jobs(n_jobs)
         parts = run_chunked(
             count, lambda off, size: np.asarray(self._core.sample_k_many(kk, size, seed, nj, off)), progress, "k-DPP samples"
         )
-        return np.asarray(np.concatenate(parts), dtype=np.int64)
+        return np.asarray(parts[0] if len(parts) == 1 else np.concatenate(parts), dtype=np.int64)
 
     def inclusion_probabilities(self) -> npt.NDArray[np.float64]:
         """``P(i ∈ S) = K_ii`` with the marginal kernel ``K = L(L + I)⁻¹`` (float64, shape (n,))."""

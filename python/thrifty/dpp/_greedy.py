@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -9,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from thrifty import _core
-from thrifty.dpp._checks import IntArray, check_int, check_matrix, check_positive_float
+from thrifty.dpp._checks import IntArray, ReducedRankWarning, check_int, check_matrix, check_positive_float
 
 F64 = npt.NDArray[np.float64]
 
@@ -29,12 +30,22 @@ class Selection:
         ``log_det = Σ log conditional_variances``.
     gains : ndarray of float64 or None
         Mutual-information gains ``½ log(σ²(y|A)/σ²(y|V∖(A∪y)))`` (mutual information only).
+    requested : int
+        The k asked for. ``indices.size < requested`` when the selection ran out of items with a
+        positive gain (every remaining conditional variance below the rank tolerance); a
+        :class:`~thrifty.dpp.ReducedRankWarning` is issued then.
     """
 
     indices: IntArray
     log_det: float
     conditional_variances: F64
     gains: F64 | None = None
+    requested: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether all ``requested`` items were selected."""
+        return int(self.indices.size) >= self.requested
 
 
 def _square(a: Any, name: str) -> npt.NDArray[Any]:
@@ -55,14 +66,24 @@ def _check_mode(check_input: Any) -> Literal["read", "full", "skip"]:
     raise TypeError(f"check_input must be True, False or 'full', got {check_input!r}")
 
 
-def _result(items: Any, piv: Any, gains: Any = None) -> Selection:
-    p = np.asarray(piv, dtype=np.float64)
-    return Selection(
-        np.asarray(items, dtype=np.int64),
+def _result(out: Any, k: int) -> Selection:
+    p = np.asarray(out["pivots"], dtype=np.float64)
+    gains = out.get("gains")
+    sel = Selection(
+        np.asarray(out["indices"], dtype=np.int64),
         float(np.sum(np.log(p))),
         p,
         None if gains is None else np.asarray(gains, dtype=np.float64),
+        k,
     )
+    if sel.indices.size < k:
+        warnings.warn(
+            f"selected {sel.indices.size} of k = {k} items: no remaining item has a positive gain (every "
+            "conditional variance is below the rank tolerance); Selection.requested records k",
+            ReducedRankWarning,
+            stacklevel=3,
+        )
+    return sel
 
 
 def select_entropy(
@@ -94,7 +115,8 @@ def select_entropy(
     Returns
     -------
     Selection
-        ``indices`` (int64, at most k), ``log_det`` and the ``conditional_variances`` (pivots).
+        ``indices`` (int64, at most k), ``log_det``, the ``conditional_variances`` (pivots) and
+        ``requested`` = k. Fewer than k items only with a :class:`~thrifty.dpp.ReducedRankWarning`.
 
     Raises
     ------
@@ -116,14 +138,15 @@ def select_entropy(
     c = _square(cov, "cov")
     kk = check_int(k, "k", minimum=1, maximum=c.shape[0])
     t = check_positive_float(tol, "tol")
-    items, piv = _core.dpp_greedy_entropy(c, kk, t, _check_mode(check_input))
-    return _result(items, piv)
+    return _result(_core.dpp_greedy_entropy(c, kk, t, _check_mode(check_input)), kk)
 
 
 def greedy_map(L: Any = None, *, features: Any = None, k: int, tol: float = 1e-10) -> Selection:
     """Greedy MAP of a DPP: approximately ``argmax_{|A|=k} det L_A`` (Chen, Zhang & Zhou 2018).
 
-    Give ``L`` (n×n) or ``features`` Φ (n×d, ``L = ΦΦᵀ``; O(ndk) without forming L).
+    Give ``L`` (n×n) or ``features`` Φ (n×d, ``L = ΦΦᵀ``; O(ndk) without forming L). Stops at the
+    numerical rank of L (fewer than k items, with a :class:`~thrifty.dpp.ReducedRankWarning`;
+    ``Selection.requested`` records k).
 
     Examples
     --------
@@ -140,8 +163,7 @@ def greedy_map(L: Any = None, *, features: Any = None, k: int, tol: float = 1e-1
     f = check_matrix(features, "features")
     kk = check_int(k, "k", minimum=1, maximum=f.shape[0])
     t = check_positive_float(tol, "tol")
-    items, piv = _core.dpp_greedy_entropy_features(f, kk, t)
-    return _result(items, piv)
+    return _result(_core.dpp_greedy_entropy_features(f, kk, t), kk)
 
 
 def select_mutual_information(
@@ -163,6 +185,10 @@ def select_mutual_information(
         Validate the whole matrix first (finite, symmetric, non-negative diagonal): O(n²), small
         beside the O(n³) inverse that reads every entry.
 
+    Notes
+    -----
+    Ctrl-C stops the selection between steps (not inside the initial O(n³) inverse).
+
     Examples
     --------
     >>> import numpy as np
@@ -179,5 +205,4 @@ def select_mutual_information(
         nz = nz if nz > 0 else 1e-12
     else:
         nz = check_positive_float(noise, "noise")
-    items, piv, gains = _core.dpp_greedy_mutual_information(c, kk, nz, bool(check_input))
-    return _result(items, piv, gains)
+    return _result(_core.dpp_greedy_mutual_information(c, kk, nz, bool(check_input)), kk)

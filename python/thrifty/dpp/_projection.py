@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from thrifty import _core
-from thrifty._validation import RandomState, check_n_jobs, seed_from_random_state
+from thrifty._validation import RandomState, seed_from_random_state
 from thrifty.dpp._checks import (
+    DeprecatedAlias,
     FloatArray,
     IntArray,
+    ReducedRankWarning,
     check_int,
+    check_jobs,
     check_matrix,
     check_positive_float,
+    check_result_size,
     check_vector,
     readonly_copy,
     resolve_weights,
@@ -22,27 +27,38 @@ from thrifty.dpp._checks import (
 )
 
 Method = Literal["accept_reject", "chain"]
+Check = Literal["randomized", "exact"]
+
+#: Random unit probes of the default orthonormality check.
+_PROBES = 2
+#: Below this many multiply-adds (n·p²) the exact check is cheaper than thinking about it.
+_EXACT_BELOW = 2_000_000
 
 
 def _default_rtol(dtype: np.dtype[Any]) -> float:
     return 1e-3 if dtype == np.float32 else 1e-6
 
 
-def orthonormalize(features: Any, *, rtol: float | None = None) -> FloatArray:
+def orthonormalize(features: Any, *, rtol: float | None = None, equilibrate: bool = True) -> FloatArray:
     """Orthonormal basis of the column space of a tall feature matrix.
 
     Blocked Cholesky-QR (the Gram matrix ``XᵀX`` accumulated in float64 over row blocks, one or two
     passes until ``|QᵀQ − I| ≤ 1e-11`` in float64, ``1e-5`` in float32), with a column-pivoted
     Householder QR fallback for ill-conditioned or rank-deficient input. Never forms an n×n matrix:
-    O(np²) time, O(np) memory.
+    O(np²) time, O(np) memory. Ctrl-C interrupts it (checked between row blocks).
 
     Parameters
     ----------
     features : array-like of shape (n, p)
-        float32 or float64 (kept); other real dtypes become float64.
+        float32 or float64 (kept); other real dtypes become float64; pandas frames accepted.
     rtol : float, optional
         Relative rank tolerance: directions with singular value below ``rtol · σ_max`` are dropped.
         Default ``1e-6`` (float64) or ``1e-3`` (float32).
+    equilibrate : bool, default True
+        Scale every column to unit norm first (the column space is unchanged), so the rank
+        tolerance applies to the equilibrated matrix: a column of scale 1e-9 beside columns of
+        scale 1 keeps its direction instead of being dropped. ``False`` applies ``rtol`` to the
+        singular values of ``features`` as given.
 
     Returns
     -------
@@ -68,9 +84,9 @@ def orthonormalize(features: Any, *, rtol: float | None = None) -> FloatArray:
     x = check_matrix(features, "features", finite=False)
     tol = _default_rtol(x.dtype) if rtol is None else check_positive_float(rtol, "rtol")
     if not tol < 1:
-        raise ValueError(f"rtol must be in (0, 1), got {tol}")
-    q, _rank = _core.dpp_orthonormalize(x, tol)
-    return np.asarray(q)
+        raise ValueError(f"rtol must be strictly between 0 and 1, got {tol}")
+    out = _core.dpp_orthonormalize(x, tol, bool(equilibrate))
+    return np.asarray(out["basis"])
 
 
 class ProjectionDPP:
@@ -79,13 +95,19 @@ class ProjectionDPP:
     Parameters
     ----------
     U : array-like of shape (n, p)
-        Orthonormal columns (checked: ``max |UᵀU − I| ≤ 1e-6`` in float64, ``1e-3`` in float32;
-        use :func:`orthonormalize` or :meth:`from_features` otherwise). float32 is kept end to end.
-        A private read-only copy is stored (``copy=False`` keeps a read-only view instead: then
-        the caller must not modify U afterwards).
-    check : bool, default True
-        Verify orthonormality (O(np²)). ``False`` trusts the caller (e.g. for a basis that comes
-        from :func:`orthonormalize`); the samplers still clamp and renormalise residuals.
+        Orthonormal columns (use :func:`orthonormalize` or :meth:`from_features` otherwise).
+        float32 is kept end to end. A private read-only copy is stored (``copy=False`` keeps a
+        read-only view instead: then the caller must not modify U afterwards).
+    check : True, "randomized", "exact" or False, default True
+        How orthonormality is verified, with ``tol = 1e-6`` (float64) or ``1e-3`` (float32).
+        ``True``/``"randomized"``: O(np), fused with the pass that computes the leverage scores:
+        ``‖(UᵀU − I)z‖ ≤ tol`` for two independent random unit vectors z. Every U with
+        ``‖UᵀU − I‖₂ ≤ tol`` passes; a U with ``max |UᵀU − I| ≥ ε`` (hence ``‖UᵀU − I‖₂ ≥ ε``)
+        passes with probability at most ``(0.8·√p·tol/ε)²`` (e.g. ≤ 6.4e-5 for p = 100 and
+        ε = 1000·tol; for a U that is not orthonormal at all, ε ≈ 1, ≤ 1e-10). Small problems
+        (n·p² ≤ 2e6) are checked exactly. ``"exact"``: ``max |UᵀU − I| ≤ tol``, O(np²).
+        ``False`` trusts the caller (e.g. for a basis from :func:`orthonormalize`); the samplers
+        still clamp and renormalise residuals.
     method : {"accept_reject", "chain"}, default "accept_reject"
         Exact sampler. ``"accept_reject"`` proposes items ∝ the leverage scores ``K_ii`` (a guide
         table: O(1) expected per draw) and accepts with probability residual/leverage (Barthelmé, Tremblay & Amblard
@@ -97,13 +119,19 @@ class ProjectionDPP:
     ----------
     U : ndarray of shape (n, p)
     n_items, rank : int
-    last_seed_ : int or None
+    seed_ : int or None
         Seed used by the last sampling call (pass it back as ``random_state`` to reproduce it).
+        ``last_seed_`` is a deprecated alias.
 
     Raises
     ------
     ValueError
         Empty U, NaN/inf, more columns than rows, or columns that are not orthonormal.
+
+    Notes
+    -----
+    Instances pickle and deep-copy (the sampler is rebuilt from U without a new check) and sample
+    the same after a round trip.
 
     Examples
     --------
@@ -118,27 +146,72 @@ class ProjectionDPP:
     True
     """
 
-    def __init__(self, U: Any, *, method: Method = "accept_reject", copy: bool = True, check: bool = True) -> None:
+    last_seed_ = DeprecatedAlias[int]("seed_")
+
+    def __init__(
+        self, U: Any, *, method: Method = "accept_reject", copy: bool = True, check: bool | Check = True
+    ) -> None:
         u = check_matrix(U, "U", finite=False)
         if u.shape[1] > u.shape[0]:
             raise ValueError(f"U must have at most as many columns as rows, got shape {u.shape}")
         self._method = self._check_method(method)
+        mode = self._check_mode(check, u.shape)
         if copy:
             self.U: FloatArray = readonly_copy(u)
         else:
             self.U = u.view()
             self.U.setflags(write=False)
         tol = 1e-3 if u.dtype == np.float32 else 1e-6
-        self._core = _core.DppProjection(self.U, tol if check else None)
+        probe_seed = seed_from_random_state(None)
+        self._core = _core.DppProjection(self.U, mode, tol, _PROBES, probe_seed)
         self._kdiag_cache: npt.NDArray[np.float64] | None = None
         self.n_items: int = int(u.shape[0])
         self.rank: int = int(u.shape[1])
-        self.last_seed_: int | None = None
+        self.seed_: int | None = None
+
+    @staticmethod
+    def _check_mode(check: Any, shape: tuple[int, ...]) -> Literal["skip", "randomized", "exact"]:
+        if check is False or (isinstance(check, (bool, np.bool_)) and not check):
+            return "skip"
+        if check is True or (isinstance(check, (bool, np.bool_)) and check) or check == "randomized":
+            return "exact" if shape[0] * shape[1] ** 2 <= _EXACT_BELOW else "randomized"
+        if check == "exact":
+            return "exact"
+        raise ValueError(f"check must be True, False, 'randomized' or 'exact', got {check!r}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_core", "_kdiag_cache")}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        u = np.ascontiguousarray(self.U)
+        u.setflags(write=False)
+        self.U = u
+        self._core = _core.DppProjection(self.U, "skip")
+        self._kdiag_cache = None
 
     @classmethod
-    def from_features(cls, features: Any, *, rtol: float | None = None, method: Method = "accept_reject") -> ProjectionDPP:
-        """The projection DPP onto the column space of ``features`` (orthonormalised first)."""
-        return cls(orthonormalize(features, rtol=rtol), method=method, copy=False, check=False)
+    def from_features(
+        cls, features: Any, *, rtol: float | None = None, method: Method = "accept_reject", equilibrate: bool = True
+    ) -> ProjectionDPP:
+        """The projection DPP onto the column space of ``features`` (orthonormalised first).
+
+        The columns are equilibrated before the rank decision (see :func:`orthonormalize`), so
+        badly scaled columns keep their directions. If the features are still numerically rank
+        deficient (e.g. duplicated columns), the DPP has rank r < p: every sample has r items, and
+        a :class:`ReducedRankWarning` says so (``rank`` records r).
+        """
+        x = check_matrix(features, "features", finite=False)
+        q = orthonormalize(x, rtol=rtol, equilibrate=equilibrate)
+        if q.shape[1] < x.shape[1]:
+            warnings.warn(
+                f"features have numerical rank {q.shape[1]} < {x.shape[1]} columns: the projection DPP has "
+                f"rank {q.shape[1]}, so every sample has {q.shape[1]} items",
+                ReducedRankWarning,
+                stacklevel=2,
+            )
+        return cls(q, method=method, copy=False, check=False)
 
     @staticmethod
     def _check_method(method: Any) -> Method:
@@ -171,14 +244,21 @@ class ProjectionDPP:
         second; ``False`` never) and can be interrupted with Ctrl-C.
         """
         count = check_int(n_samples, "n_samples", minimum=1)
+        check_result_size(count, self.rank, "n_samples", what="the samples (n_samples × sample size)")
         m = self._method if method is None else self._check_method(method)
         seed = seed_from_random_state(random_state)
-        self.last_seed_ = seed
-        nj = check_n_jobs(n_jobs)
-        parts = run_chunked(
-            count, lambda off, size: np.asarray(self._core.sample_many(size, m, seed, nj, off)), progress, "DPP samples"
-        )
-        return np.asarray(np.concatenate(parts), dtype=np.int64)
+        self.seed_ = seed
+        nj = check_jobs(n_jobs)
+        parts = run_chunked(count, lambda off, size: self._sample_range(size, seed, off, nj, m), progress, "DPP samples")
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _sample_range(
+        self, count: int, seed: int, offset: int = 0, n_jobs: int | None = None, method: Method | None = None
+    ) -> IntArray:
+        """Samples number ``offset .. offset + count`` of the family seeded by ``seed``."""
+        m = self._method if method is None else method
+        out: IntArray = np.asarray(self._core.sample_many(count, m, seed, n_jobs, offset), dtype=np.int64)
+        return out
 
     @property
     def _kdiag(self) -> npt.NDArray[np.float64]:

@@ -108,3 +108,21 @@ mod qr_tests {
         }
     }
 }
+
+/// Dot product of a float row (f32 or f64) with an f64 vector, accumulated in f64 over four
+/// independent lanes (the sum is bound by add latency otherwise).
+#[inline]
+pub fn dot_mixed<T: crate::scalar::Real>(a: &[T], b: &[f64]) -> f64 {
+    let mut s = [0.0f64; 4];
+    let chunks = a.len() / 4;
+    for c in 0..chunks {
+        for l in 0..4 {
+            s[l] += a[4 * c + l].as_f64() * b[4 * c + l];
+        }
+    }
+    let mut tot = s[0] + s[1] + s[2] + s[3];
+    for k in 4 * chunks..a.len() {
+        tot += a[k].as_f64() * b[k];
+    }
+    tot
+}

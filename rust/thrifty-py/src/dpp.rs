@@ -1,16 +1,66 @@
-//! Bindings for the `dpp` capability: argument conversion, GIL release, error mapping. The Python
-//! layer (`thrifty.dpp`) validates first and always passes C-contiguous float32/float64 arrays.
-use crate::errors::CoreResultExt;
+//! Bindings for the `dpp` capability: argument conversion, GIL release, error mapping, nothing else.
+//! The Python layer (`thrifty.dpp`) validates first and passes C-contiguous float32/float64 arrays.
+//! Every core call goes through [`enter`] (GIL released, Ctrl-C raises the core's cancel flag,
+//! `n_jobs` capped at the CPU count); float32/float64 dispatch goes through [`FloatMatrix`]; results
+//! are `#[derive(IntoPyObject)]` structs (dicts on the Python side, typed in `_core.pyi`).
+use std::sync::atomic::AtomicBool;
+
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use thrifty_core::dpp::ensemble::Spectrum;
 use thrifty_core::dpp::kernels::{self, Split, Stratified};
-use thrifty_core::dpp::projection::{Method, Projection};
+use thrifty_core::dpp::projection::{Method, OrthoCheck, Projection};
 use thrifty_core::dpp::{greedy, ortho, PivotPath};
 use thrifty_core::threads::with_threads;
 
+use crate::errors::{detach_interruptible, CoreResultExt};
+
 type Idx<'py> = Bound<'py, PyArray1<i64>>;
+type F64s<'py> = Bound<'py, PyArray1<f64>>;
+
+/// The one way into the core: GIL released on a worker thread, the calling thread polls for
+/// signals (Ctrl-C raises `cancel`, the core stops at its next check), `n_jobs` threads at most
+/// the machine's CPU count.
+fn enter<T: Send>(py: Python<'_>, n_jobs: Option<usize>, work: impl FnOnce(&AtomicBool) -> thrifty_core::Result<T> + Send) -> PyResult<T> {
+    let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let n_jobs = n_jobs.map(|n| n.clamp(1, cpus));
+    detach_interruptible(py, |cancel| with_threads(n_jobs, || work(cancel)).and_then(|r| r))
+}
+
+/// A 2-D float array in either precision, borrowed read-only.
+enum FloatMatrix<'py> {
+    F64(PyReadonlyArray2<'py, f64>),
+    F32(PyReadonlyArray2<'py, f32>),
+}
+
+impl<'py> FloatMatrix<'py> {
+    fn new(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Self> {
+        if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f64>>() {
+            Ok(FloatMatrix::F64(a))
+        } else if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f32>>() {
+            Ok(FloatMatrix::F32(a))
+        } else {
+            Err(PyTypeError::new_err(format!("{name} must be a 2-D float32 or float64 array")))
+        }
+    }
+}
+
+/// `with_matrix!(m, "name", |s, rows, cols| body)`: `body` once per precision, `s` the typed slice.
+macro_rules! with_matrix {
+    ($m:expr, $name:expr, |$s:ident, $r:ident, $c:ident| $body:expr) => {
+        match &$m {
+            FloatMatrix::F64(a) => {
+                let ($s, $r, $c) = slice2(a, $name)?;
+                $body
+            }
+            FloatMatrix::F32(a) => {
+                let ($s, $r, $c) = slice2(a, $name)?;
+                $body
+            }
+        }
+    };
+}
 
 fn slice2<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> PyResult<(&'a [T], usize, usize)> {
     let (r, c) = (a.shape()[0], a.shape()[1]);
@@ -22,15 +72,87 @@ fn slice1<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> 
     a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))
 }
 
-fn is_f32(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
-    if obj.extract::<PyReadonlyArray2<'_, f64>>().is_ok() {
-        Ok(false)
-    } else if obj.extract::<PyReadonlyArray2<'_, f32>>().is_ok() {
-        Ok(true)
-    } else {
-        Err(PyTypeError::new_err(format!("{name} must be a 2-D float32 or float64 array")))
+fn indices(v: Vec<usize>) -> Vec<i64> {
+    v.into_iter().map(|i| i as i64).collect()
+}
+
+fn rows<'py>(py: Python<'py>, flat: Vec<usize>, width: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    let count = flat.len().checked_div(width).unwrap_or(0);
+    indices(flat).into_pyarray(py).reshape([count, width])
+}
+
+fn matrix<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>, rows: usize, cols: usize) -> PyResult<Bound<'py, PyArray2<T>>> {
+    v.into_pyarray(py).reshape([rows, cols])
+}
+
+// ---- results ---------------------------------------------------------------------------------
+
+#[derive(IntoPyObject)]
+struct Basis<'py> {
+    basis: Bound<'py, PyAny>,
+    rank: usize,
+}
+
+#[derive(IntoPyObject)]
+struct Path<'py> {
+    indices: Idx<'py>,
+    pivots: F64s<'py>,
+    gains: Option<F64s<'py>>,
+}
+
+impl<'py> Path<'py> {
+    fn new(py: Python<'py>, p: PivotPath, gains: Option<Vec<f64>>) -> Self {
+        Path { indices: indices(p.items).into_pyarray(py), pivots: p.pivots.into_pyarray(py), gains: gains.map(|g| g.into_pyarray(py)) }
     }
 }
+
+#[derive(IntoPyObject)]
+struct Partition<'py> {
+    cells: Idx<'py>,
+    volumes: F64s<'py>,
+}
+
+#[derive(IntoPyObject)]
+struct HaarDiagonal<'py> {
+    probabilities: F64s<'py>,
+    rank: usize,
+}
+
+#[derive(IntoPyObject)]
+struct Ragged<'py> {
+    flat: Idx<'py>,
+    offsets: Idx<'py>,
+}
+
+// ---- orthonormalisation, leverage, variance --------------------------------------------------
+
+/// Orthonormal basis (n×r) of the column space of `features` and its numerical rank r.
+#[pyfunction]
+#[pyo3(signature = (features, rtol, equilibrate=true))]
+fn dpp_orthonormalize<'py>(py: Python<'py>, features: &Bound<'py, PyAny>, rtol: f64, equilibrate: bool) -> PyResult<Basis<'py>> {
+    let m = FloatMatrix::new(features, "features")?;
+    with_matrix!(m, "features", |s, n, p| {
+        let (q, rank) = enter(py, None, |c| ortho::orthonormalize(s, n, p, rtol, equilibrate, c))?;
+        Ok(Basis { basis: matrix(py, q, n, rank)?.into_any(), rank })
+    })
+}
+
+/// max |UᵀU − I| (the exact O(np²) check).
+#[pyfunction]
+fn dpp_orthonormality_error(py: Python<'_>, u: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let m = FloatMatrix::new(u, "U")?;
+    with_matrix!(m, "U", |s, n, p| enter(py, None, |_| Ok(ortho::orthonormality_error(s, n, p))))
+}
+
+/// Exact variance of Σ_{i∈S} g_i for the DPP with marginal kernel K = WWᵀ.
+#[pyfunction]
+fn dpp_exact_variance(py: Python<'_>, w: &Bound<'_, PyAny>, g: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {
+    let gs = slice1(&g, "g")?;
+    let m = FloatMatrix::new(w, "U")?;
+    with_matrix!(m, "U", |s, n, p| enter(py, None, |_| ortho::exact_variance(s, n, p, gs)))
+}
+
+// ---- projection DPP ------------------------------------------------------------------------
 
 fn method(name: &str) -> PyResult<Method> {
     match name {
@@ -40,123 +162,42 @@ fn method(name: &str) -> PyResult<Method> {
     }
 }
 
-fn to_2d<'py>(py: Python<'py>, rows: Vec<Vec<usize>>, width: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
-    let count = rows.len();
-    let flat: Vec<i64> = rows.into_iter().flat_map(|r| r.into_iter().map(|i| i as i64)).collect();
-    flat.into_pyarray(py).reshape([count, width])
-}
-
-fn ragged<'py>(py: Python<'py>, rows: Vec<Vec<usize>>) -> (Idx<'py>, Idx<'py>) {
-    let mut offsets = Vec::with_capacity(rows.len() + 1);
-    offsets.push(0i64);
-    let mut flat = Vec::new();
-    for r in rows {
-        flat.extend(r.into_iter().map(|i| i as i64));
-        offsets.push(flat.len() as i64);
-    }
-    (flat.into_pyarray(py), offsets.into_pyarray(py))
-}
-
-fn path_out<'py>(py: Python<'py>, p: PivotPath) -> (Idx<'py>, Bound<'py, PyArray1<f64>>) {
-    let items: Vec<i64> = p.items.iter().map(|&i| i as i64).collect();
-    (items.into_pyarray(py), p.pivots.into_pyarray(py))
-}
-
-// ---- orthonormalisation, leverage, variance --------------------------------------------------
-
-fn orth_impl<'py, T: ortho::Dense + numpy::Element>(py: Python<'py>, a: PyReadonlyArray2<'py, T>, rtol: f64) -> PyResult<(Bound<'py, PyAny>, usize)> {
-    let (s, n, p) = slice2(&a, "features")?;
-    let (q, r) = py.detach(|| ortho::orthonormalize(s, n, p, rtol)).py()?;
-    Ok((q.into_pyarray(py).reshape([n, r])?.into_any(), r))
-}
-
-/// Orthonormal basis (n×r) of the column space of `features` and its numerical rank r.
-#[pyfunction]
-fn dpp_orthonormalize<'py>(py: Python<'py>, features: &Bound<'py, PyAny>, rtol: f64) -> PyResult<(Bound<'py, PyAny>, usize)> {
-    if is_f32(features, "features")? {
-        orth_impl(py, features.extract::<PyReadonlyArray2<'py, f32>>()?, rtol)
-    } else {
-        orth_impl(py, features.extract::<PyReadonlyArray2<'py, f64>>()?, rtol)
-    }
-}
-
-/// max |UᵀU − I|.
-#[pyfunction]
-fn dpp_orthonormality_error(py: Python<'_>, u: &Bound<'_, PyAny>) -> PyResult<f64> {
-    if is_f32(u, "U")? {
-        let a = u.extract::<PyReadonlyArray2<'_, f32>>()?;
-        let (s, n, p) = slice2(&a, "U")?;
-        Ok(py.detach(|| ortho::orthonormality_error(s, n, p)))
-    } else {
-        let a = u.extract::<PyReadonlyArray2<'_, f64>>()?;
-        let (s, n, p) = slice2(&a, "U")?;
-        Ok(py.detach(|| ortho::orthonormality_error(s, n, p)))
-    }
-}
-
-/// Exact variance of Σ_{i∈S} g_i for the DPP with marginal kernel K = WWᵀ.
-#[pyfunction]
-fn dpp_exact_variance(py: Python<'_>, w: &Bound<'_, PyAny>, g: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {
-    let gs = slice1(&g, "g")?;
-    if is_f32(w, "U")? {
-        let a = w.extract::<PyReadonlyArray2<'_, f32>>()?;
-        let (s, n, p) = slice2(&a, "U")?;
-        py.detach(|| ortho::exact_variance(s, n, p, gs)).py()
-    } else {
-        let a = w.extract::<PyReadonlyArray2<'_, f64>>()?;
-        let (s, n, p) = slice2(&a, "U")?;
-        py.detach(|| ortho::exact_variance(s, n, p, gs)).py()
-    }
-}
-
-// ---- projection DPP ------------------------------------------------------------------------
-
 /// A projection DPP K = UUᵀ: leverage scores and their guide table, with a reference to U (read-only).
 #[pyclass(module = "thrifty._core", name = "DppProjection", frozen)]
 struct DppProjection {
     u: Py<PyAny>,
-    f32: bool,
     inner: Projection,
 }
 
 #[pymethods]
 impl DppProjection {
+    /// `check`: "skip", "randomized" (O(np), `probes` random unit vectors from `seed`) or "exact"
+    /// (O(np²)), each against `tol`.
     #[new]
-    #[pyo3(signature = (u, check_tol=None))]
-    fn new(py: Python<'_>, u: &Bound<'_, PyAny>, check_tol: Option<f64>) -> PyResult<Self> {
-        let f32 = is_f32(u, "U")?;
-        let inner = if f32 {
-            let a = u.extract::<PyReadonlyArray2<'_, f32>>()?;
-            let (s, n, p) = slice2(&a, "U")?;
-            py.detach(|| Projection::new(s, n, p, check_tol)).py()?
-        } else {
-            let a = u.extract::<PyReadonlyArray2<'_, f64>>()?;
-            let (s, n, p) = slice2(&a, "U")?;
-            py.detach(|| Projection::new(s, n, p, check_tol)).py()?
+    #[pyo3(signature = (u, check="randomized", tol=1e-6, probes=2, seed=0))]
+    fn new(py: Python<'_>, u: &Bound<'_, PyAny>, check: &str, tol: f64, probes: usize, seed: u64) -> PyResult<Self> {
+        let check = match check {
+            "skip" => OrthoCheck::Skip,
+            "randomized" => OrthoCheck::Randomized { tol, probes, seed },
+            "exact" => OrthoCheck::Exact { tol },
+            other => return Err(PyValueError::new_err(format!("check must be 'skip', 'randomized' or 'exact', got {other:?}"))),
         };
-        Ok(DppProjection { u: u.clone().unbind(), f32, inner })
+        let m = FloatMatrix::new(u, "U")?;
+        let inner = with_matrix!(m, "U", |s, n, p| enter(py, None, |_| Projection::new(s, n, p, check))?);
+        Ok(DppProjection { u: u.clone().unbind(), inner })
     }
 
-    fn leverage<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+    fn leverage<'py>(&self, py: Python<'py>) -> F64s<'py> {
         self.inner.leverage.clone().into_pyarray(py)
     }
 
-    /// `count` samples as a (count, p) int64 array; sample s uses stream (seed, s).
+    /// Samples number `offset .. offset + count` as a (count, p) int64 array; sample s uses stream (seed, s).
     #[pyo3(signature = (count, method, seed, n_jobs=None, offset=0))]
     fn sample_many<'py>(&self, py: Python<'py>, count: usize, method: &str, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
-        let m = self::method(method)?;
-        let u = self.u.bind(py);
-        let inner = &self.inner;
-        let rows = if self.f32 {
-            let a = u.extract::<PyReadonlyArray2<'_, f32>>()?;
-            let (s, _, _) = slice2(&a, "U")?;
-            py.detach(|| with_threads(n_jobs, || inner.sample_range(s, offset, count, m, seed)).and_then(|r| r)).py()?
-        } else {
-            let a = u.extract::<PyReadonlyArray2<'_, f64>>()?;
-            let (s, _, _) = slice2(&a, "U")?;
-            py.detach(|| with_threads(n_jobs, || inner.sample_range(s, offset, count, m, seed)).and_then(|r| r)).py()?
-        };
-        to_2d(py, rows, self.inner.p)
+        let (m, inner) = (self::method(method)?, &self.inner);
+        let u = FloatMatrix::new(self.u.bind(py), "U")?;
+        let flat = with_matrix!(u, "U", |s, _n, _p| enter(py, n_jobs, |c| inner.sample_range(s, offset, count, m, seed, c))?);
+        rows(py, flat, inner.p)
     }
 }
 
@@ -170,27 +211,33 @@ struct DppEnsemble {
 
 #[pymethods]
 impl DppEnsemble {
+    /// From a full kernel (float64 values; `input_eps` the precision the user's array had).
     #[staticmethod]
-    fn from_kernel(py: Python<'_>, l: PyReadonlyArray2<'_, f64>) -> PyResult<Self> {
+    #[pyo3(signature = (l, input_eps=f64::EPSILON))]
+    fn from_kernel(py: Python<'_>, l: PyReadonlyArray2<'_, f64>, input_eps: f64) -> PyResult<Self> {
         let (s, n, c) = slice2(&l, "L")?;
         if n != c {
             return Err(PyValueError::new_err(format!("L must be square, got shape ({n}, {c})")));
         }
-        Ok(DppEnsemble { inner: py.detach(|| Spectrum::from_kernel(s, n)).py()? })
+        Ok(DppEnsemble { inner: enter(py, None, |_| Spectrum::from_kernel(s, n, input_eps))? })
     }
 
     #[staticmethod]
     fn from_features(py: Python<'_>, features: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let inner = if is_f32(features, "features")? {
-            let a = features.extract::<PyReadonlyArray2<'_, f32>>()?;
-            let (s, n, d) = slice2(&a, "features")?;
-            py.detach(|| Spectrum::from_features(s, n, d)).py()?
-        } else {
-            let a = features.extract::<PyReadonlyArray2<'_, f64>>()?;
-            let (s, n, d) = slice2(&a, "features")?;
-            py.detach(|| Spectrum::from_features(s, n, d)).py()?
-        };
+        let m = FloatMatrix::new(features, "features")?;
+        let inner = with_matrix!(m, "features", |s, n, d| enter(py, None, |_| Spectrum::from_features(s, n, d))?);
         Ok(DppEnsemble { inner })
+    }
+
+    /// From saved eigenpairs (`eigenvectors()` and `eigenvalues()` of another ensemble).
+    #[staticmethod]
+    fn from_parts(eigenvectors: PyReadonlyArray2<'_, f64>, eigenvalues: PyReadonlyArray1<'_, f64>) -> PyResult<Self> {
+        let (v, n, r) = slice2(&eigenvectors, "eigenvectors")?;
+        let lam = slice1(&eigenvalues, "eigenvalues")?;
+        if lam.len() != r {
+            return Err(PyValueError::new_err(format!("eigenvalues must have length {r}, got {}", lam.len())));
+        }
+        Ok(DppEnsemble { inner: Spectrum::from_parts(v.to_vec(), lam.to_vec(), n).py()? })
     }
 
     #[getter]
@@ -198,37 +245,42 @@ impl DppEnsemble {
         self.inner.r
     }
 
-    fn eigenvalues<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+    fn eigenvalues<'py>(&self, py: Python<'py>) -> F64s<'py> {
         self.inner.lam.clone().into_pyarray(py)
     }
 
     fn eigenvectors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        self.inner.v.clone().into_pyarray(py).reshape([self.inner.n, self.inner.r])
+        matrix(py, self.inner.v.clone(), self.inner.n, self.inner.r)
     }
 
-    fn inclusion<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+    fn inclusion<'py>(&self, py: Python<'py>) -> F64s<'py> {
         self.inner.inclusion().into_pyarray(py)
     }
 
     fn exact_variance(&self, py: Python<'_>, g: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {
         let gs = slice1(&g, "g")?;
-        py.detach(|| self.inner.exact_variance(gs)).py()
+        enter(py, None, |_| self.inner.exact_variance(gs))
     }
 
-    /// `count` DPP samples as (flat indices, offsets).
+    /// DPP samples number `offset .. offset + count` as flat indices and offsets.
     #[pyo3(signature = (count, seed, n_jobs=None, offset=0))]
-    fn sample_many<'py>(&self, py: Python<'py>, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<(Idx<'py>, Idx<'py>)> {
-        let inner = &self.inner;
-        let rows = py.detach(|| with_threads(n_jobs, || inner.sample_many(offset, count, seed)).and_then(|r| r)).py()?;
-        Ok(ragged(py, rows))
+    fn sample_many<'py>(&self, py: Python<'py>, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Ragged<'py>> {
+        let samples = enter(py, n_jobs, |c| self.inner.sample_many(offset, count, seed, c))?;
+        let mut offsets = Vec::with_capacity(samples.len() + 1);
+        offsets.push(0i64);
+        let mut flat = Vec::new();
+        for s in samples {
+            flat.extend(s.into_iter().map(|i| i as i64));
+            offsets.push(flat.len() as i64);
+        }
+        Ok(Ragged { flat: flat.into_pyarray(py), offsets: offsets.into_pyarray(py) })
     }
 
-    /// `count` k-DPP samples as a (count, k) array.
+    /// k-DPP samples number `offset .. offset + count` as a (count, k) array.
     #[pyo3(signature = (k, count, seed, n_jobs=None, offset=0))]
     fn sample_k_many<'py>(&self, py: Python<'py>, k: usize, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
-        let inner = &self.inner;
-        let rows = py.detach(|| with_threads(n_jobs, || inner.sample_k_many(k, offset, count, seed)).and_then(|r| r)).py()?;
-        to_2d(py, rows, k)
+        let flat = enter(py, n_jobs, |c| self.inner.sample_k_many(k, offset, count, seed, c))?;
+        rows(py, flat, k)
     }
 }
 
@@ -236,16 +288,15 @@ impl DppEnsemble {
 
 /// Cell of every point and cell volumes of an m-cell box partition of [0,1]^d.
 #[pyfunction]
-fn dpp_partition<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, m: usize, split: &str) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>)> {
+fn dpp_partition<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, m: usize, split: &str) -> PyResult<Partition<'py>> {
     let sp = match split {
         "volume" => Split::Volume,
         "quantile" => Split::Quantile,
         _ => return Err(PyValueError::new_err(format!("split must be 'volume' or 'quantile', got {split:?}"))),
     };
     let (s, n, d) = slice2(&x, "X")?;
-    let (cell, vol) = py.detach(|| kernels::partition(s, n, d, m, sp)).py()?;
-    let cell: Vec<i64> = cell.into_iter().map(|c| c as i64).collect();
-    Ok((cell.into_pyarray(py), vol.into_pyarray(py)))
+    let (cell, vol) = enter(py, None, |_| kernels::partition(s, n, d, m, sp))?;
+    Ok(Partition { cells: indices(cell).into_pyarray(py), volumes: vol.into_pyarray(py) })
 }
 
 fn cells_of(cells: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
@@ -258,11 +309,11 @@ fn cells_of(cells: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
 
 /// K_ii of the discrete Haar kernel and its rank (number of non-empty cells).
 #[pyfunction]
-fn dpp_haar_diagonal<'py>(py: Python<'py>, cells: PyReadonlyArray1<'py, i64>, n_cells: usize, density: PyReadonlyArray1<'py, f64>) -> PyResult<(Bound<'py, PyArray1<f64>>, usize)> {
+fn dpp_haar_diagonal<'py>(py: Python<'py>, cells: PyReadonlyArray1<'py, i64>, n_cells: usize, density: PyReadonlyArray1<'py, f64>) -> PyResult<HaarDiagonal<'py>> {
     let c = cells_of(&cells)?;
     let d = slice1(&density, "density")?;
-    let (k, r) = kernels::haar_diagonal(&c, n_cells, d).py()?;
-    Ok((k.into_pyarray(py), r))
+    let (k, rank) = kernels::haar_diagonal(&c, n_cells, d).py()?;
+    Ok(HaarDiagonal { probabilities: k.into_pyarray(py), rank })
 }
 
 /// Block-diagonal projection DPP sampler (one item per cell).
@@ -287,9 +338,8 @@ impl DppStratified {
 
     #[pyo3(signature = (count, seed, n_jobs=None, offset=0))]
     fn sample_many<'py>(&self, py: Python<'py>, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
-        let inner = &self.inner;
-        let rows = py.detach(|| with_threads(n_jobs, || inner.sample_range(offset, count, seed))).py()?;
-        to_2d(py, rows, self.inner.rank())
+        let flat = enter(py, n_jobs, |c| self.inner.sample_range(offset, count, seed, c))?;
+        rows(py, flat, self.inner.rank())
     }
 }
 
@@ -298,8 +348,8 @@ impl DppStratified {
 fn dpp_daubechies_features<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, m: usize, order: usize, density: PyReadonlyArray1<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (s, n, d) = slice2(&x, "X")?;
     let g = slice1(&density, "density")?;
-    let f = py.detach(|| kernels::daubechies_features(s, n, d, m, order, g)).py()?;
-    f.into_pyarray(py).reshape([n, m])
+    let f = enter(py, None, |c| kernels::daubechies_features(s, n, d, m, order, g, c))?;
+    matrix(py, f, n, m)
 }
 
 /// Dense multivariate Jacobi features on [−1,1]^d.
@@ -307,13 +357,13 @@ fn dpp_daubechies_features<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, 
 fn dpp_jacobi_features<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, m: usize, a: f64, b: f64, density: PyReadonlyArray1<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (s, n, d) = slice2(&x, "X")?;
     let g = slice1(&density, "density")?;
-    let f = py.detach(|| kernels::jacobi_features(s, n, d, m, a, b, g)).py()?;
-    f.into_pyarray(py).reshape([n, m])
+    let f = enter(py, None, |c| kernels::jacobi_features(s, n, d, m, a, b, g, c))?;
+    matrix(py, f, n, m)
 }
 
 /// φ of the Daubechies wavelet of the given order at the points t.
 #[pyfunction]
-fn dpp_daubechies_phi<'py>(py: Python<'py>, t: PyReadonlyArray1<'py, f64>, order: usize) -> PyResult<Bound<'py, PyArray1<f64>>> {
+fn dpp_daubechies_phi<'py>(py: Python<'py>, t: PyReadonlyArray1<'py, f64>, order: usize) -> PyResult<F64s<'py>> {
     let ts = slice1(&t, "t")?;
     let phi = kernels::ScalingFunction::new(order, 12).py()?;
     Ok(ts.iter().map(|&v| phi.eval(v)).collect::<Vec<f64>>().into_pyarray(py))
@@ -325,48 +375,33 @@ fn dpp_daubechies_phi<'py>(py: Python<'py>, t: PyReadonlyArray1<'py, f64>, order
 /// `check`: "read" (the entries the selection reads), "full" (the whole matrix) or "skip".
 #[pyfunction]
 #[pyo3(signature = (cov, k, tol, check="read"))]
-fn dpp_greedy_entropy<'py>(py: Python<'py>, cov: &Bound<'py, PyAny>, k: usize, tol: f64, check: &str) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>)> {
+fn dpp_greedy_entropy<'py>(py: Python<'py>, cov: &Bound<'py, PyAny>, k: usize, tol: f64, check: &str) -> PyResult<Path<'py>> {
     let check = match check {
         "read" => greedy::Check::Read,
         "full" => greedy::Check::Full,
         "skip" => greedy::Check::Skip,
         other => return Err(PyValueError::new_err(format!("check must be 'read', 'full' or 'skip', got {other:?}"))),
     };
-    let p = if is_f32(cov, "cov")? {
-        let a = cov.extract::<PyReadonlyArray2<'_, f32>>()?;
-        let (s, n, _) = slice2(&a, "cov")?;
-        py.detach(|| greedy::entropy_kernel(s, n, k, tol, check)).py()?
-    } else {
-        let a = cov.extract::<PyReadonlyArray2<'_, f64>>()?;
-        let (s, n, _) = slice2(&a, "cov")?;
-        py.detach(|| greedy::entropy_kernel(s, n, k, tol, check)).py()?
-    };
-    Ok(path_out(py, p))
+    let m = FloatMatrix::new(cov, "cov")?;
+    let p = with_matrix!(m, "cov", |s, n, _c| enter(py, None, |c| greedy::entropy_kernel(s, n, k, tol, check, c))?);
+    Ok(Path::new(py, p, None))
 }
 
 /// Greedy entropy / MAP selection on L = VVᵀ.
 #[pyfunction]
-fn dpp_greedy_entropy_features<'py>(py: Python<'py>, features: &Bound<'py, PyAny>, k: usize, tol: f64) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>)> {
-    let p = if is_f32(features, "features")? {
-        let a = features.extract::<PyReadonlyArray2<'_, f32>>()?;
-        let (s, n, d) = slice2(&a, "features")?;
-        py.detach(|| greedy::entropy_factor(s, n, d, k, tol)).py()?
-    } else {
-        let a = features.extract::<PyReadonlyArray2<'_, f64>>()?;
-        let (s, n, d) = slice2(&a, "features")?;
-        py.detach(|| greedy::entropy_factor(s, n, d, k, tol)).py()?
-    };
-    Ok(path_out(py, p))
+fn dpp_greedy_entropy_features<'py>(py: Python<'py>, features: &Bound<'py, PyAny>, k: usize, tol: f64) -> PyResult<Path<'py>> {
+    let m = FloatMatrix::new(features, "features")?;
+    let p = with_matrix!(m, "features", |s, n, d| enter(py, None, |c| greedy::entropy_factor(s, n, d, k, tol, c))?);
+    Ok(Path::new(py, p, None))
 }
 
-/// Greedy mutual-information selection; returns (items, conditional variances, gains).
+/// Greedy mutual-information selection; returns indices, conditional variances and gains.
 #[pyfunction]
 #[pyo3(signature = (cov, k, noise, check=true))]
-fn dpp_greedy_mutual_information<'py>(py: Python<'py>, cov: PyReadonlyArray2<'py, f64>, k: usize, noise: f64, check: bool) -> PyResult<(Idx<'py>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+fn dpp_greedy_mutual_information<'py>(py: Python<'py>, cov: PyReadonlyArray2<'py, f64>, k: usize, noise: f64, check: bool) -> PyResult<Path<'py>> {
     let (s, n, _) = slice2(&cov, "cov")?;
-    let (p, gains) = py.detach(|| greedy::mutual_information(s, n, k, noise, check)).py()?;
-    let (a, b) = path_out(py, p);
-    Ok((a, b, gains.into_pyarray(py)))
+    let (p, gains) = enter(py, None, |c| greedy::mutual_information(s, n, k, noise, check, c))?;
+    Ok(Path::new(py, p, Some(gains)))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

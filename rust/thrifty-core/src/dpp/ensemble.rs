@@ -14,6 +14,7 @@ use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::linalg;
 use crate::rng::{self, Stream};
 use crate::scalar::Real;
+use std::sync::atomic::AtomicBool;
 
 /// Eigenpairs of L with λ > 0: `v` is n×r row-major with orthonormal columns.
 #[derive(Clone, Debug)]
@@ -40,10 +41,18 @@ fn build(n: usize, vals: Vec<f64>, vecs: &[f64], ncols: usize, cols: Vec<usize>)
 }
 
 impl Spectrum {
-    /// From a full symmetric PSD kernel L (row-major n×n).
-    pub fn from_kernel(l: &[f64], n: usize) -> Result<Self> {
+    /// From a full symmetric PSD kernel L (row-major n×n) whose entries carry a relative rounding
+    /// error `input_eps` (f64::EPSILON for float64 input, f32::EPSILON for float32).
+    ///
+    /// Rounding the entries moves the eigenvalues by up to ‖ΔL‖₂ ≤ ‖ΔL‖_F ≲ √n·eps·max|L_ij| per
+    /// rounding step, so asymmetries and negative eigenvalues within the precision's noise level
+    /// `noise = max(1e-9, 64·√n·eps)·max(λ_max, max|L_ij|)` (asymmetry: `max(1e-10, 64·eps)·max|L_ij|`)
+    /// are rounding, not input errors: the eigenvalues at or below that level are clipped to zero
+    /// (dropped from the spectrum). Beyond it L is rejected as non-symmetric or indefinite.
+    pub fn from_kernel(l: &[f64], n: usize, input_eps: f64) -> Result<Self> {
         ensure_matrix("L", l, n, n)?;
         ensure_finite("L", l)?;
+        let eps = input_eps.clamp(f64::EPSILON, 1e-2);
         let amax = l.iter().fold(0.0f64, |a, &b| a.max(b.abs()));
         let mut asym = 0.0f64;
         for i in 0..n {
@@ -51,19 +60,40 @@ impl Spectrum {
                 asym = asym.max((l[i * n + j] - l[j * n + i]).abs());
             }
         }
-        if asym > 1e-10 * amax {
+        if asym > (64.0 * eps).max(1e-10) * amax {
             return Err(ThriftyError::invalid("L", format!("must be symmetric (max |L − Lᵀ| = {asym:.3e})")));
         }
         let (vals, vecs) = linalg::sym_eigen(l, n)?;
         let lmax = vals[n - 1].max(0.0);
-        if vals[0] < -1e-9 * lmax.max(amax) {
+        let noise = (64.0 * (n as f64).sqrt() * eps).max(1e-9) * lmax.max(amax);
+        if vals[0] < -noise {
             return Err(ThriftyError::invalid(
                 "L",
-                format!("must be positive semi-definite (smallest eigenvalue {:.3e})", vals[0]),
+                format!(
+                    "must be positive semi-definite (smallest eigenvalue {:.3e}, below the rounding tolerance −{noise:.1e} of the input's precision)",
+                    vals[0]
+                ),
             ));
         }
-        let cols: Vec<usize> = (0..n).rev().filter(|&j| vals[j] > EIG_RTOL * lmax).collect();
+        // For float64 input keep everything above 1e-13·λ_max (as before); coarser input drops its
+        // rounding noise too.
+        let cut = if eps > 1e-12 { noise } else { EIG_RTOL * lmax };
+        let cols: Vec<usize> = (0..n).rev().filter(|&j| vals[j] > cut).collect();
         Ok(build(n, vals, &vecs, n, cols))
+    }
+
+    /// From eigenpairs already computed (a spectrum saved by `v`/`lam`, e.g. an unpickled object):
+    /// `v` is n×r row-major, `lam` the r positive eigenvalues.
+    pub fn from_parts(v: Vec<f64>, lam: Vec<f64>, n: usize) -> Result<Self> {
+        let r = lam.len();
+        if v.len() != n.saturating_mul(r) {
+            return Err(ThriftyError::shape("eigenvectors", format!("must have shape ({n}, {r})")));
+        }
+        ensure_finite("eigenvectors", &v)?;
+        if lam.iter().any(|l| !(l.is_finite() && *l > 0.0)) {
+            return Err(ThriftyError::invalid("eigenvalues", "must be positive and finite"));
+        }
+        Ok(Spectrum { v, lam, n, r })
     }
 
     /// From features Φ (n×d, L = ΦΦᵀ), through the thin SVD of Φ.
@@ -100,7 +130,7 @@ impl Spectrum {
     }
 
     /// The projection sample spanned by the eigenvectors `cols`.
-    fn project(&self, cols: &[usize], rng: &mut Stream) -> Result<Vec<usize>> {
+    fn project(&self, cols: &[usize], rng: &mut Stream, cancel: &AtomicBool) -> Result<Vec<usize>> {
         let k = cols.len();
         if k == 0 {
             return Ok(Vec::new());
@@ -115,27 +145,27 @@ impl Spectrum {
         let mut st = FactorState::new(&u, self.n, k, &lev);
         let path = if k >= 16 {
             let table = GuideTable::new(&lev)?;
-            pivot::run(&mut st, Mode::AcceptReject(rng, &table), k, super::projection::TOL)?
+            pivot::run(&mut st, Mode::AcceptReject(rng, &table), k, super::projection::TOL, cancel)?
         } else {
-            pivot::run(&mut st, Mode::Sample(rng), k, super::projection::TOL)?
+            pivot::run(&mut st, Mode::Sample(rng), k, super::projection::TOL, cancel)?
         };
         Ok(path.items)
     }
 
     /// One DPP sample from stream (seed, task).
-    pub fn sample(&self, seed: u64, task: u64) -> Result<Vec<usize>> {
+    pub fn sample(&self, seed: u64, task: u64, cancel: &AtomicBool) -> Result<Vec<usize>> {
         let mut r = rng::stream(seed, task);
         let cols: Vec<usize> = (0..self.r).filter(|&c| rng::uniform(&mut r) * (1.0 + self.lam[c]) < self.lam[c]).collect();
-        self.project(&cols, &mut r)
+        self.project(&cols, &mut r, cancel)
     }
 
     /// Samples number `offset .. offset + count` of the family seeded by `seed`.
-    pub fn sample_many(&self, offset: usize, count: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
-        super::per_sample(offset, count, |s| self.sample(seed, s)).into_iter().collect()
+    pub fn sample_many(&self, offset: usize, count: usize, seed: u64, cancel: &AtomicBool) -> Result<Vec<Vec<usize>>> {
+        super::per_sample_ragged(offset, count, cancel, |s| self.sample(seed, s, cancel))
     }
 
-    /// k-DPP samples number `offset .. offset + count` (exactly k items each).
-    pub fn sample_k_many(&self, k: usize, offset: usize, count: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
+    /// k-DPP samples number `offset .. offset + count` (exactly k items each), row-major count × k.
+    pub fn sample_k_many(&self, k: usize, offset: usize, count: usize, seed: u64, cancel: &AtomicBool) -> Result<Vec<usize>> {
         if k == 0 {
             return Err(ThriftyError::invalid("k", "must be at least 1"));
         }
@@ -143,13 +173,12 @@ impl Spectrum {
             return Err(ThriftyError::invalid("k", format!("k = {k} exceeds the rank of L ({})", self.r)));
         }
         let esp = LogEsp::new(&self.lam, k);
-        super::per_sample(offset, count, |s| {
+        super::per_sample_flat(offset, count, k, cancel, |s, row| {
             let mut r = rng::stream(seed, s);
             let cols = esp.select(&mut r);
-            self.project(&cols, &mut r)
+            row.copy_from_slice(&self.project(&cols, &mut r, cancel)?);
+            Ok(())
         })
-        .into_iter()
-        .collect()
     }
 }
 
@@ -248,7 +277,7 @@ mod tests {
         let mut r = rng::stream(2, 0);
         let phi: Vec<f64> = (0..n * d).map(|_| rng::uniform(&mut r)).collect();
         let l: Vec<f64> = (0..n * n).map(|ij| (0..d).map(|c| phi[(ij / n) * d + c] * phi[(ij % n) * d + c]).sum()).collect();
-        let a = Spectrum::from_kernel(&l, n).unwrap();
+        let a = Spectrum::from_kernel(&l, n, f64::EPSILON).unwrap();
         let b = Spectrum::from_features(&phi, n, d).unwrap();
         assert_eq!(a.r, 3);
         assert_eq!(b.r, 3);
@@ -257,11 +286,23 @@ mod tests {
         }
         let mut nonsym = l.clone();
         nonsym[1] += 1.0;
-        assert!(Spectrum::from_kernel(&nonsym, n).is_err());
+        assert!(Spectrum::from_kernel(&nonsym, n, f64::EPSILON).is_err());
         let mut neg = vec![0.0; 4];
         neg[0] = 1.0;
         neg[3] = -1.0;
-        assert!(Spectrum::from_kernel(&neg, 2).is_err());
-        assert!(a.sample_k_many(4, 0, 1, 0).is_err());
+        assert!(Spectrum::from_kernel(&neg, 2, f64::EPSILON).is_err());
+        assert!(a.sample_k_many(4, 0, 1, 0, crate::dpp::never()).is_err());
+        // Rounding-level negative eigenvalues of float32 input are clipped, not rejected.
+        let lf: Vec<f64> = l.iter().map(|&v| v as f32 as f64).collect();
+        let c = Spectrum::from_kernel(&lf, n, f32::EPSILON as f64).unwrap();
+        assert_eq!(c.r, 3);
+        let mut tiny = l.clone();
+        for i in 0..n {
+            tiny[i * n + i] -= 1e-6;
+        }
+        assert!(Spectrum::from_kernel(&tiny, n, f64::EPSILON).is_err());
+        assert!(Spectrum::from_kernel(&tiny, n, f32::EPSILON as f64).is_ok());
+        let back = Spectrum::from_parts(a.v.clone(), a.lam.clone(), n).unwrap();
+        assert_eq!(back.sample(1, 2, crate::dpp::never()).unwrap(), a.sample(1, 2, crate::dpp::never()).unwrap());
     }
 }

@@ -11,6 +11,7 @@ use super::pivot::{self, FactorState, KernelState, Mode, PivotPath, PivotState};
 use crate::error::{ensure_matrix, Result, ThriftyError};
 use crate::linalg;
 use crate::scalar::Real;
+use std::sync::atomic::AtomicBool;
 
 fn check_k(k: usize, n: usize) -> Result<()> {
     if k == 0 || k > n {
@@ -106,7 +107,7 @@ fn check_rows<T: Real>(cov: &[T], n: usize, rows: &[usize], diag_max: f64) -> Re
 /// The selection reads only the diagonal and the rows of the chosen items; `check` says which
 /// entries are validated (see [`Check`]). A NaN in a row that is read never panics: it is caught
 /// by the check after the loop.
-pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64, check: Check) -> Result<PivotPath> {
+pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64, check: Check, cancel: &AtomicBool) -> Result<PivotPath> {
     ensure_matrix("cov", cov, n, n)?;
     check_k(k, n)?;
     let diag_max = match check {
@@ -117,7 +118,7 @@ pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64, check: C
             0.0
         }
     };
-    let path = pivot::run(&mut KernelState::new(cov, n), Mode::Argmax, k, tol)?;
+    let path = pivot::run(&mut KernelState::new(cov, n), Mode::Argmax, k, tol, cancel)?;
     if check == Check::Read {
         check_rows(cov, n, &path.items, diag_max)?;
     }
@@ -125,19 +126,19 @@ pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64, check: C
 }
 
 /// Greedy entropy / MAP selection on L = VVᵀ, V n×p.
-pub fn entropy_factor<T: super::ortho::Dense>(v: &[T], n: usize, p: usize, k: usize, tol: f64) -> Result<PivotPath> {
+pub fn entropy_factor<T: super::ortho::Dense>(v: &[T], n: usize, p: usize, k: usize, tol: f64, cancel: &AtomicBool) -> Result<PivotPath> {
     ensure_matrix("features", v, n, p)?;
     super::ortho::finite("features", v)?;
     check_k(k, n)?;
     let lev = super::ortho::leverage(v, n, p);
-    pivot::run(&mut FactorState::new(v, n, p, &lev), Mode::Argmax, k, tol)
+    pivot::run(&mut FactorState::new(v, n, p, &lev), Mode::Argmax, k, tol, cancel)
 }
 
 /// Greedy mutual-information selection (Krause et al.), with nugget `noise` > 0.
 /// Returns the chosen items, their residual variances σ²(y|A) and the MI gains.
 ///
 /// The O(n³) inverse reads every entry, so `check = true` validates the whole matrix (O(n²)).
-pub fn mutual_information(cov: &[f64], n: usize, k: usize, noise: f64, check: bool) -> Result<(PivotPath, Vec<f64>)> {
+pub fn mutual_information(cov: &[f64], n: usize, k: usize, noise: f64, check: bool, cancel: &AtomicBool) -> Result<(PivotPath, Vec<f64>)> {
     ensure_matrix("cov", cov, n, n)?;
     if check {
         check_cov(cov, n)?;
@@ -146,7 +147,8 @@ pub fn mutual_information(cov: &[f64], n: usize, k: usize, noise: f64, check: bo
     if !(noise > 0.0) || !noise.is_finite() {
         return Err(ThriftyError::invalid("noise", format!("must be positive and finite, got {noise}")));
     }
-    let mut s = cov.to_vec();
+    let mut s: Vec<f64> = super::try_zeroed("cov", n * n)?;
+    s.copy_from_slice(cov);
     for i in 0..n {
         s[i * n + i] += noise;
     }
@@ -158,6 +160,7 @@ pub fn mutual_information(cov: &[f64], n: usize, k: usize, noise: f64, check: bo
     let mut path = PivotPath::default();
     let mut gains = Vec::with_capacity(k);
     for _ in 0..k {
+        super::check_cancel(cancel)?;
         let mut best = (usize::MAX, f64::NEG_INFINITY);
         for y in 0..n {
             if !remaining[y] {
@@ -224,7 +227,7 @@ mod tests {
         let n = 10;
         let c = cov(n);
         let noise = 1e-3;
-        let (path, gains) = mutual_information(&c, n, 4, noise, true).unwrap();
+        let (path, gains) = mutual_information(&c, n, 4, noise, true, crate::dpp::never()).unwrap();
         let mut s = c.clone();
         for i in 0..n {
             s[i * n + i] += noise;
@@ -256,8 +259,8 @@ mod tests {
             chosen.push(best.0);
         }
         assert!((path.log_det() - logdet_sub(&s, n, &chosen)).abs() < 1e-9);
-        assert!(mutual_information(&c, n, 11, noise, true).is_err());
-        assert!(mutual_information(&c, n, 2, 0.0, true).is_err());
+        assert!(mutual_information(&c, n, 11, noise, true, crate::dpp::never()).is_err());
+        assert!(mutual_information(&c, n, 2, 0.0, true, crate::dpp::never()).is_err());
     }
 
     #[test]
@@ -265,38 +268,38 @@ mod tests {
         let n = 12;
         let c = cov(n);
         let k = 3;
-        let path = entropy_kernel(&c, n, k, 1e-10, Check::Read).unwrap();
-        assert_eq!(path.items, entropy_kernel(&c, n, k, 1e-10, Check::Full).unwrap().items);
+        let path = entropy_kernel(&c, n, k, 1e-10, Check::Read, crate::dpp::never()).unwrap();
+        assert_eq!(path.items, entropy_kernel(&c, n, k, 1e-10, Check::Full, crate::dpp::never()).unwrap().items);
         let unread = (0..n).find(|i| !path.items.contains(i)).unwrap();
         let other = (0..n).find(|i| *i != unread && !path.items.contains(i)).unwrap();
         // Damage outside the rows read: the selection is unchanged, Read accepts, Full rejects.
         for bad in [f64::NAN, 7.0] {
             let mut d = c.clone();
             d[unread * n + other] = bad;
-            assert_eq!(entropy_kernel(&d, n, k, 1e-10, Check::Read).unwrap().items, path.items);
-            assert!(entropy_kernel(&d, n, k, 1e-10, Check::Full).is_err());
-            assert!(entropy_kernel(&d, n, k, 1e-10, Check::Skip).is_ok());
+            assert_eq!(entropy_kernel(&d, n, k, 1e-10, Check::Read, crate::dpp::never()).unwrap().items, path.items);
+            assert!(entropy_kernel(&d, n, k, 1e-10, Check::Full, crate::dpp::never()).is_err());
+            assert!(entropy_kernel(&d, n, k, 1e-10, Check::Skip, crate::dpp::never()).is_ok());
         }
         // Damage in a chosen row (NaN, or a value that differs from its column): Read rejects.
         let a = path.items[1];
         for bad in [f64::NAN, 0.5] {
             let mut d = c.clone();
             d[a * n + unread] = bad;
-            assert!(entropy_kernel(&d, n, k, 1e-10, Check::Read).is_err(), "{bad}");
+            assert!(entropy_kernel(&d, n, k, 1e-10, Check::Read, crate::dpp::never()).is_err(), "{bad}");
         }
         // The diagonal is always read.
         let mut d = c.clone();
         d[unread * n + unread] = -1.0;
-        assert!(entropy_kernel(&d, n, k, 1e-10, Check::Read).is_err());
+        assert!(entropy_kernel(&d, n, k, 1e-10, Check::Read, crate::dpp::never()).is_err());
         d[unread * n + unread] = f64::INFINITY;
-        assert!(entropy_kernel(&d, n, k, 1e-10, Check::Read).is_err());
+        assert!(entropy_kernel(&d, n, k, 1e-10, Check::Read, crate::dpp::never()).is_err());
     }
 
     #[test]
     fn entropy_stops_at_rank() {
         let n = 6;
         let v: Vec<f64> = (0..n * 2).map(|i| (i as f64).cos()).collect();
-        let path = entropy_factor(&v, n, 2, 5, 1e-10).unwrap();
+        let path = entropy_factor(&v, n, 2, 5, 1e-10, crate::dpp::never()).unwrap();
         assert_eq!(path.items.len(), 2);
     }
 }

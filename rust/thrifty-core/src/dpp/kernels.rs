@@ -8,8 +8,10 @@
 //!   Bardenet–Hardy ordering (layers of equal maximal degree, lexicographic inside a layer).
 //! The dense features are orthonormalised by [`super::ortho::orthonormalize`] into K = UUᵀ.
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
+use super::{checked_size, try_zeroed};
 use crate::rng;
 use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
 
 fn check_points(x: &[f64], n: usize, d: usize, lo: f64, hi: f64) -> Result<()> {
     ensure_matrix("X", x, n, d)?;
@@ -177,26 +179,25 @@ impl Stratified {
         self.starts.len() - 1
     }
 
-    pub fn sample(&self, seed: u64, task: u64) -> Vec<usize> {
+    /// One sample (one item per cell, ordered by cell) from stream (seed, task) into `out`.
+    pub fn sample_into(&self, seed: u64, task: u64, out: &mut [usize]) {
         let mut r = rng::stream(seed, task);
-        (0..self.rank())
-            .map(|c| {
-                let (a, b) = (self.starts[c], self.starts[c + 1]);
-                // Renormalise by the actual cell total.
-                let u = rng::uniform(&mut r) * self.cum[b - 1];
-                let k = a + self.cum[a..b].partition_point(|&v| v <= u).min(b - a - 1);
-                self.order[k]
-            })
-            .collect()
+        for (c, o) in out.iter_mut().enumerate().take(self.rank()) {
+            let (a, b) = (self.starts[c], self.starts[c + 1]);
+            // Renormalise by the actual cell total.
+            let u = rng::uniform(&mut r) * self.cum[b - 1];
+            let k = a + self.cum[a..b].partition_point(|&v| v <= u).min(b - a - 1);
+            *o = self.order[k];
+        }
     }
 
-    pub fn sample_many(&self, count: usize, seed: u64) -> Vec<Vec<usize>> {
-        self.sample_range(0, count, seed)
-    }
-
-    /// Samples number `offset .. offset + count` of the family seeded by `seed`.
-    pub fn sample_range(&self, offset: usize, count: usize, seed: u64) -> Vec<Vec<usize>> {
-        super::per_sample(offset, count, |s| self.sample(seed, s))
+    /// Samples number `offset .. offset + count` of the family seeded by `seed`, row-major
+    /// count × rank; `Err(Interrupted)` soon after `cancel` is raised.
+    pub fn sample_range(&self, offset: usize, count: usize, seed: u64, cancel: &AtomicBool) -> Result<Vec<usize>> {
+        super::per_sample_flat(offset, count, self.rank(), cancel, |s, row| {
+            self.sample_into(seed, s, row);
+            Ok(())
+        })
     }
 }
 
@@ -332,7 +333,7 @@ pub fn dyadic_levels(m: usize, d: usize) -> Result<Vec<u32>> {
 
 /// Dense features (n×m, row-major) √(1/γ̃)(x_i) Π_a φ^per_{J_a,k_a}(x_ia) of periodised tensor
 /// Daubechies scaling functions on [0,1]^d, m = 2^{Σ J_a}.
-pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize, density: &[f64]) -> Result<Vec<f64>> {
+pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize, density: &[f64], cancel: &AtomicBool) -> Result<Vec<f64>> {
     check_points(x, n, d, 0.0, 1.0)?;
     check_density(density, n)?;
     if m > n {
@@ -341,8 +342,11 @@ pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize
     let levels = dyadic_levels(m, d)?;
     let phi = ScalingFunction::new(order, 12)?;
     let sup = phi.support as isize;
-    let mut out = vec![0.0; n * m];
-    out.par_chunks_mut(m).enumerate().for_each(|(i, row)| {
+    let mut out: Vec<f64> = try_zeroed("m", checked_size("m", n, m)?)?;
+    out.par_chunks_mut(m).enumerate().try_for_each(|(i, row)| {
+        if i % 1024 == 0 {
+            super::check_cancel(cancel)?;
+        }
         let mut acc = vec![1.0];
         for a in 0..d {
             let ja = levels[a];
@@ -367,7 +371,8 @@ pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize
         for (o, v) in row.iter_mut().zip(acc) {
             *o = w * v;
         }
-    });
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -466,7 +471,8 @@ pub fn ope_multi_indices(m: usize, d: usize) -> Vec<Vec<usize>> {
 
 /// Dense features (n×m) √(q/γ̃)(x_i) Π_a p_{k_a}(x_ia) of the multivariate Jacobi ensemble on
 /// [−1,1]^d, q = Π(1−x_a)^a(1+x_a)^b. Points on the boundary are rejected when an exponent is < 0.
-pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, density: &[f64]) -> Result<Vec<f64>> {
+#[allow(clippy::too_many_arguments)]
+pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, density: &[f64], cancel: &AtomicBool) -> Result<Vec<f64>> {
     check_points(x, n, d, -1.0, 1.0)?;
     check_density(density, n)?;
     if m == 0 || m > n {
@@ -480,8 +486,11 @@ pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, 
     }
     let idx = ope_multi_indices(m, d);
     let deg = idx.iter().flat_map(|v| v.iter().copied()).max().unwrap_or(0);
-    let mut out = vec![0.0; n * m];
-    out.par_chunks_mut(m).enumerate().for_each(|(i, row)| {
+    let mut out: Vec<f64> = try_zeroed("m", checked_size("m", n, m)?)?;
+    out.par_chunks_mut(m).enumerate().try_for_each(|(i, row)| {
+        if i % 1024 == 0 {
+            super::check_cancel(cancel)?;
+        }
         let mut polys = vec![0.0; d * (deg + 1)];
         let mut logq = 0.0;
         for ax in 0..d {
@@ -502,7 +511,8 @@ pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, 
             }
             *o = v;
         }
-    });
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -607,9 +617,9 @@ mod tests {
         let (k, rank) = haar_diagonal(&cell, 3, &[1.0, 2.0, 1.0, 1.0, 1.0, 0.5, 1.0]).unwrap();
         assert_eq!(rank, 3);
         let s = Stratified::new(&cell, 3, &k).unwrap();
-        let draws = s.sample_many(30_000, 4);
+        let flat = s.sample_range(0, 30_000, 4, crate::dpp::never()).unwrap();
         let mut c = vec![0usize; 7];
-        for d in &draws {
+        for d in flat.chunks(3) {
             assert_eq!(d.len(), 3);
             for &i in d {
                 c[i] += 1;

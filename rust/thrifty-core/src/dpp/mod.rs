@@ -6,7 +6,7 @@
 //! proposals from a guide table over leverage scores (repeated projection samples at a per-sample
 //! cost independent of N). Around it:
 //! - [`ortho`]: orthonormalisation of N×p features by blocked Cholesky-QR (never N×N), leverage
-//!   scores, the exact variance of a weighted linear statistic;
+//!   scores, the exact variance of a weighted linear statistic, the O(Np) randomized check;
 //! - [`ensemble`]: L-ensembles (full kernel or low-rank features through the dual kernel) and k-DPPs
 //!   with log-space elementary symmetric polynomials;
 //! - [`kernels`]: Haar/stratified partitions with arbitrary cell counts, periodised tensor Daubechies
@@ -15,6 +15,10 @@
 //!
 //! Randomness: sample `s` of a call seeded with `seed` draws from `rng::stream(seed, s)`, so every
 //! result is identical on any number of threads.
+//!
+//! Safety: every long loop checks a cancel flag (Ctrl-C in Python) between samples or pivot steps,
+//! and every buffer whose size the caller chooses is allocated with [`try_zeroed`], so an absurd size
+//! is an `Err` naming the argument, never Rust's allocation-failure abort.
 pub mod ensemble;
 pub mod guide;
 pub mod greedy;
@@ -26,14 +30,117 @@ pub mod projection;
 pub use guide::GuideTable;
 pub use pivot::{Mode, PivotPath};
 
+use crate::error::{Result, ThriftyError};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// `f(s)` for samples number `offset .. offset + count`, in parallel over samples (each draws from
-/// its own stream, so the order of evaluation does not matter). A single sample runs on the calling
-/// thread: handing it to a pool worker costs about a millisecond of wake-up, more than the sample.
-pub(crate) fn per_sample<R: Send>(offset: usize, count: usize, f: impl Fn(u64) -> R + Sync + Send) -> Vec<R> {
-    if count == 1 {
-        return vec![f(offset as u64)];
+/// `Err(Interrupted)` once the caller raised `cancel`.
+#[inline]
+pub fn check_cancel(cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(ThriftyError::Interrupted)
+    } else {
+        Ok(())
     }
-    (offset as u64..(offset + count) as u64).into_par_iter().map(f).collect()
+}
+
+/// A flag that is never raised (for callers without cancellation).
+pub fn never() -> &'static AtomicBool {
+    static NEVER: AtomicBool = AtomicBool::new(false);
+    &NEVER
+}
+
+/// `len` default values, or `Err` naming `arg` when the buffer cannot be allocated (its byte size
+/// overflows, or the allocator refuses it): a fallible allocation instead of an abort.
+pub fn try_zeroed<T: Clone + Default>(arg: &'static str, len: usize) -> Result<Vec<T>> {
+    let size = std::mem::size_of::<T>().max(1);
+    let too_big = || {
+        ThriftyError::invalid(arg, format!("asks for {len} values ({:.3e} bytes), more memory than can be allocated", len as f64 * size as f64))
+    };
+    if len.checked_mul(size).is_none_or(|b| b > isize::MAX as usize) {
+        return Err(too_big());
+    }
+    let mut v: Vec<T> = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| too_big())?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
+/// `rows · cols` as a checked product (an `Err` naming `arg` on overflow).
+pub fn checked_size(arg: &'static str, rows: usize, cols: usize) -> Result<usize> {
+    rows.checked_mul(cols).ok_or_else(|| ThriftyError::invalid(arg, format!("{rows} × {cols} overflows the address space")))
+}
+
+/// Samples number `offset .. offset + count`, each exactly `width` items, written row by row into one
+/// flat buffer (allocated fallibly). `f(s, row)` fills row s; samples run in parallel (each draws
+/// from its own stream, so the order of evaluation does not matter) and stop early once `cancel` is
+/// raised. A single sample runs on the calling thread: handing it to a pool worker costs about a
+/// millisecond of wake-up, more than the sample.
+pub(crate) fn per_sample_flat(
+    offset: usize,
+    count: usize,
+    width: usize,
+    cancel: &AtomicBool,
+    f: impl Fn(u64, &mut [usize]) -> Result<()> + Sync + Send,
+) -> Result<Vec<usize>> {
+    let mut out = try_zeroed::<usize>("n_samples", checked_size("n_samples", count, width)?)?;
+    if count == 1 {
+        check_cancel(cancel)?;
+        f(offset as u64, &mut out)?;
+        return Ok(out);
+    }
+    if width == 0 {
+        return Ok(out);
+    }
+    out.par_chunks_mut(width).enumerate().try_for_each(|(s, row)| {
+        check_cancel(cancel)?;
+        f((offset + s) as u64, row)
+    })?;
+    Ok(out)
+}
+
+/// Samples number `offset .. offset + count` of varying sizes (L-ensembles), in parallel.
+pub(crate) fn per_sample_ragged(
+    offset: usize,
+    count: usize,
+    cancel: &AtomicBool,
+    f: impl Fn(u64) -> Result<Vec<usize>> + Sync + Send,
+) -> Result<Vec<Vec<usize>>> {
+    let mut all: Vec<Result<Vec<usize>>> = Vec::new();
+    all.try_reserve_exact(count).map_err(|_| ThriftyError::invalid("n_samples", format!("{count} samples cannot be allocated")))?;
+    if count == 1 {
+        check_cancel(cancel)?;
+        return Ok(vec![f(offset as u64)?]);
+    }
+    // The vector already has the capacity: collecting into it allocates nothing more.
+    (0..count)
+        .into_par_iter()
+        .map(|s| {
+            check_cancel(cancel)?;
+            f((offset + s) as u64)
+        })
+        .collect_into_vec(&mut all);
+    all.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_sizes_are_errors_not_aborts() {
+        assert!(try_zeroed::<f64>("n_samples", usize::MAX / 2).is_err());
+        assert!(try_zeroed::<u8>("m", isize::MAX as usize + 1).is_err());
+        assert!(checked_size("n_samples", usize::MAX, 2).is_err());
+        let e = per_sample_flat(0, usize::MAX / 4, 100, never(), |_, _| Ok(())).unwrap_err();
+        assert!(e.to_string().contains("n_samples"), "{e}");
+        assert_eq!(try_zeroed::<f64>("x", 3).unwrap(), vec![0.0; 3]);
+    }
+
+    #[test]
+    fn raised_cancel_stops_sampling() {
+        let flag = AtomicBool::new(true);
+        assert_eq!(per_sample_flat(0, 10, 2, &flag, |_, _| Ok(())).unwrap_err(), ThriftyError::Interrupted);
+        assert_eq!(per_sample_ragged(0, 10, &flag, |_| Ok(vec![])).unwrap_err(), ThriftyError::Interrupted);
+    }
 }

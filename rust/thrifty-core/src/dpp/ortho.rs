@@ -5,11 +5,19 @@
 //! result does not depend on the thread count), W = R⁻¹ from G = RᵀR, Q = XW. If the Cholesky
 //! factorisation fails or G is too ill-conditioned, the fallback is the eigendecomposition
 //! G = VΛVᵀ with W = V_r Λ_r^{-1/2} over the eigenvalues above the rank tolerance. The pass is
-//! repeated on Q (Cholesky-QR2) until ‖QᵀQ − I‖_max is below the working tolerance.
+//! repeated on Q (Cholesky-QR2) until ‖QᵀQ − I‖_max is below the working tolerance. The columns
+//! are equilibrated first (scaled to unit norm, read off the Gram diagonal at no extra pass): the
+//! column space is unchanged and a column of scale 1e-9 beside one of scale 1 keeps its direction
+//! instead of falling below the rank tolerance.
+//!
+//! [`orthonormality_probe`]: the O(Np) randomized check of UᵀU = I, fused with the leverage pass.
+use super::{check_cancel, try_zeroed};
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::linalg;
+use crate::rng;
 use crate::scalar::Real;
 use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
 
 const BLOCK: usize = 8192;
 
@@ -64,15 +72,125 @@ fn sum_partials(partials: Vec<Vec<f64>>, p: usize) -> Vec<f64> {
 
 /// `XᵀX` (p×p, row-major, f64) of a row-major `n × p` matrix; blocks summed in a fixed order.
 pub fn gram<T: Dense>(x: &[T], n: usize, p: usize) -> Vec<f64> {
+    gram_cancellable(x, n, p, super::never()).unwrap_or_default()
+}
+
+/// [`gram`] that checks `cancel` before every block.
+pub fn gram_cancellable<T: Dense>(x: &[T], n: usize, p: usize, cancel: &AtomicBool) -> Result<Vec<f64>> {
     let partials: Vec<Vec<f64>> = x[..n * p]
         .par_chunks(BLOCK * p)
         .map(|blk| {
+            check_cancel(cancel)?;
             let mut g = vec![T::zero(); p * p];
             T::gram_block(blk, blk.len() / p, p, &mut g);
-            g.into_iter().map(|v| v.as_f64()).collect()
+            Ok(g.into_iter().map(|v| v.as_f64()).collect())
+        })
+        .collect::<Result<_>>()?;
+    Ok(sum_partials(partials, p))
+}
+
+/// One row block of [`leverage_and_probe`]: leverage into `lb`, `w_c += (U_i·z_c) U_i` into `w`.
+/// Eight independent lanes per sum so the compiler can keep them in SIMD registers.
+#[inline(always)]
+fn probe_rows<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
+    let mut y = [0.0f64; 4];
+    for (l, row) in lb.iter_mut().zip(ub.chunks_exact(p)) {
+        *l = sumsq(row);
+        for (c, yc) in y.iter_mut().enumerate().take(k) {
+            let zc = &z[c * p..(c + 1) * p];
+            let mut acc = [0.0f64; 8];
+            let (rc, zcc) = (row.chunks_exact(8), zc.chunks_exact(8));
+            let tail: f64 = rc.remainder().iter().zip(zcc.remainder()).map(|(a, b)| a.as_f64() * b).sum();
+            for (r8, z8) in rc.zip(zcc) {
+                for t in 0..8 {
+                    acc[t] += r8[t].as_f64() * z8[t];
+                }
+            }
+            *yc = acc.iter().sum::<f64>() + tail;
+        }
+        for (c, &yc) in y.iter().enumerate().take(k) {
+            for (wj, &uj) in w[c * p..(c + 1) * p].iter_mut().zip(row) {
+                *wj += yc * uj.as_f64();
+            }
+        }
+    }
+}
+
+/// [`probe_rows`] compiled for AVX2 (4 doubles per instruction instead of SSE2's 2).
+///
+/// # Safety
+/// The CPU must support AVX2 (checked by the caller).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn probe_rows_avx2<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
+    probe_rows(ub, p, z, k, lb, w)
+}
+
+/// Leverage scores ‖U_i‖² and `UᵀU Z` for the `k ≤ 4` probe columns `z` (column c at
+/// `z[c*p..]`) in one pass over U: each row is read once for its leverage, its k dot products
+/// y_c = U_i·z_c and the updates w_c += y_c U_i (f64 accumulation). Row blocks run in parallel;
+/// the block partials are summed in a fixed order (thread-count independent). O(Npk) time.
+pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: usize) -> (Vec<f64>, Vec<f64>) {
+    const ROWS: usize = 4096;
+    let k = k.min(4);
+    #[cfg(target_arch = "x86_64")]
+    let avx2 = std::arch::is_x86_feature_detected!("avx2");
+    let mut lev = vec![0.0; n];
+    let partials: Vec<Vec<f64>> = lev
+        .par_chunks_mut(ROWS)
+        .zip(u[..n * p].par_chunks(ROWS * p))
+        .map(|(lb, ub)| {
+            let mut w = vec![0.0; p * k];
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: AVX2 support was detected at run time.
+                unsafe { probe_rows_avx2(ub, p, z, k, lb, &mut w) };
+                return w;
+            }
+            probe_rows(ub, p, z, k, lb, &mut w);
+            w
         })
         .collect();
-    sum_partials(partials, p)
+    let mut w = vec![0.0; p * k];
+    for part in partials {
+        for (a, b) in w.iter_mut().zip(part) {
+            *a += b;
+        }
+    }
+    (lev, w)
+}
+
+/// The randomized orthonormality check: `probes` directions z drawn uniformly on the unit sphere
+/// of R^p (from stream (seed, 0)); returns the leverage scores and max_z ‖(UᵀU − I)z‖.
+///
+/// Every U with ‖UᵀU − I‖₂ ≤ tol passes (`error ≤ tol`). If ‖UᵀU − I‖₂ = ε (in particular if any
+/// entry of UᵀU − I exceeds ε in absolute value), the top eigenvector v of UᵀU − I gives
+/// ‖(UᵀU − I)z‖ ≥ ε|vᵀz|, and |vᵀz| ≤ a has probability at most a·√(2p/π) (for a ≤ 1/2; the
+/// density of vᵀz is bounded by Γ(p/2)/(√π Γ((p−1)/2)) < √(p/(2π)), Gautschi's inequality), so
+/// such a U passes with probability at most (√(2p/π)·tol/ε)^probes.
+pub fn orthonormality_probe<T: Dense>(u: &[T], n: usize, p: usize, probes: usize, seed: u64) -> (Vec<f64>, f64) {
+    let k = probes.clamp(1, 4);
+    let mut r = rng::stream(seed, 0);
+    let mut z = vec![0.0; p * k];
+    for c in 0..k {
+        // Gaussian entries (Box–Muller), then normalised: uniform on the sphere.
+        let mut norm2 = 0.0;
+        for i in 0..p {
+            let (a, b) = (rng::uniform(&mut r).max(f64::MIN_POSITIVE), rng::uniform(&mut r));
+            let g = (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos();
+            z[c * p + i] = g;
+            norm2 += g * g;
+        }
+        let inv = 1.0 / norm2.sqrt();
+        for i in 0..p {
+            z[c * p + i] *= inv;
+        }
+    }
+    let (lev, w) = leverage_and_probe(u, n, p, &z, k);
+    let err = (0..k)
+        .map(|c| (0..p).map(|i| (w[c * p + i] - z[c * p + i]).powi(2)).sum::<f64>().sqrt())
+        .fold(0.0, f64::max);
+    (lev, if err.is_finite() { err } else { f64::INFINITY })
 }
 
 /// Largest absolute entry of `UᵀU − I` (how far the columns of `u` are from orthonormal).
@@ -88,21 +206,23 @@ pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> f64 {
     e
 }
 
+/// Σ r_i² in f64 over eight independent accumulators (the sum is bound by add latency otherwise).
+#[inline(always)]
+fn sumsq<T: Real>(r: &[T]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let mut chunks = r.chunks_exact(8);
+    for c in &mut chunks {
+        for l in 0..8 {
+            let v = c[l].as_f64();
+            acc[l] += v * v;
+        }
+    }
+    let tail: f64 = chunks.remainder().iter().map(|&v| v.as_f64() * v.as_f64()).sum();
+    acc.iter().sum::<f64>() + tail
+}
+
 /// Leverage scores ‖U_i‖² (the diagonal of K = UUᵀ), in f64.
 pub fn leverage<T: Real>(u: &[T], n: usize, p: usize) -> Vec<f64> {
-    // Eight independent accumulators: the sum is bound by add latency otherwise.
-    fn sumsq<T: Real>(r: &[T]) -> f64 {
-        let mut acc = [0.0f64; 8];
-        let mut chunks = r.chunks_exact(8);
-        for c in &mut chunks {
-            for l in 0..8 {
-                let v = c[l].as_f64();
-                acc[l] += v * v;
-            }
-        }
-        let tail: f64 = chunks.remainder().iter().map(|&v| v.as_f64() * v.as_f64()).sum();
-        acc.iter().sum::<f64>() + tail
-    }
     let mut out = vec![0.0; n];
     out.par_chunks_mut(4096).enumerate().for_each(|(b, o)| {
         for (k, ok) in o.iter_mut().enumerate() {
@@ -140,9 +260,15 @@ fn whitening(g: &[f64], p: usize, rtol: f64) -> Option<Vec<f64>> {
     Some(w)
 }
 
-/// Fallback: column-pivoted Householder QR of X (in f64), rank from |R_jj| > rtol·|R_00|.
-fn householder<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T>, usize)> {
-    let f: Vec<f64> = x.iter().map(|&v| Real::as_f64(v)).collect();
+/// Fallback: column-pivoted Householder QR of X·diag(scale) (in f64), rank from
+/// |R_jj| > rtol·|R_00|.
+fn householder<T: Dense>(x: &[T], n: usize, p: usize, scale: &[f64], rtol: f64) -> Result<(Vec<T>, usize)> {
+    let mut f: Vec<f64> = try_zeroed("features", n * p)?;
+    for (i, row) in f.chunks_mut(p).enumerate() {
+        for (j, v) in row.iter_mut().enumerate() {
+            *v = x[i * p + j].as_f64() * scale[j];
+        }
+    }
     let qr = linalg::view(&f, n, p).col_piv_qr();
     let r = qr.R();
     let k = n.min(p);
@@ -152,7 +278,7 @@ fn householder<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<
     }
     let rank = (0..k).take_while(|&j| r[(j, j)].abs() > rtol * r00).count();
     let q = qr.compute_thin_Q();
-    let mut out = vec![T::zero(); n * rank];
+    let mut out = try_zeroed("features", n * rank)?;
     for i in 0..n {
         for j in 0..rank {
             out[i * rank + j] = T::of(q[(i, j)]);
@@ -162,26 +288,30 @@ fn householder<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<
 }
 
 /// `X·W` (n×r) computed blockwise, fused with its Gram matrix (each block is still in cache).
-fn apply<T: Dense>(x: &[T], n: usize, p: usize, w: &[f64], r: usize) -> (Vec<T>, Vec<f64>) {
+fn apply<T: Dense>(x: &[T], n: usize, p: usize, w: &[f64], r: usize, cancel: &AtomicBool) -> Result<(Vec<T>, Vec<f64>)> {
     let wt: Vec<T> = w.iter().map(|&v| T::of(v)).collect();
-    let mut q = vec![T::zero(); n * r];
+    let mut q = try_zeroed("features", n * r)?;
     let partials: Vec<Vec<f64>> = q
         .par_chunks_mut(BLOCK * r)
         .zip(x[..n * p].par_chunks(BLOCK * p))
         .map(|(qb, xb)| {
+            check_cancel(cancel)?;
             let b = xb.len() / p;
             T::mul_block(xb, b, p, &wt, r, qb);
             let mut g = vec![T::zero(); r * r];
             T::gram_block(qb, b, r, &mut g);
-            g.into_iter().map(|v| v.as_f64()).collect()
+            Ok(g.into_iter().map(|v| v.as_f64()).collect())
         })
-        .collect();
-    (q, sum_partials(partials, r))
+        .collect::<Result<_>>()?;
+    Ok((q, sum_partials(partials, r)))
 }
 
 /// Orthonormal basis `Q` (n×r, row-major) of the column space of the row-major `n × p` matrix `x`
-/// and its numerical rank `r` (singular values below `rtol · σ_max` are dropped). O(np²) time.
-pub fn orthonormalize<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Result<(Vec<T>, usize)> {
+/// and its numerical rank `r`. With `equilibrate` the columns are first scaled to unit norm (same
+/// column space), and singular values of the scaled matrix below `rtol · σ_max` are dropped;
+/// without it, those of `x` itself. O(np²) time; stops with `Err(Interrupted)` soon after
+/// `cancel` is raised (checked before every row block).
+pub fn orthonormalize<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64, equilibrate: bool, cancel: &AtomicBool) -> Result<(Vec<T>, usize)> {
     ensure_matrix("features", x, n, p)?;
     super::ortho::finite("features", x)?;
     if !(rtol > 0.0 && rtol < 1.0) {
@@ -191,24 +321,41 @@ pub fn orthonormalize<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64) -> Resul
     // The Gram matrix resolves singular values down to about sqrt(eps)·σ_max; below that (or when
     // the caller asks for a finer rank tolerance) use Householder QR.
     let resolvable = 30.0 * T::EPSILON_F64.sqrt();
-    let g = gram(x, n, p);
-    let Some(w) = whitening(&g, p, rtol.max(resolvable)) else {
-        return householder(x, n, p, rtol);
+    let mut g = gram_cancellable(x, n, p, cancel)?;
+    // Column scales s_j = 1/‖x_j‖ (1 for a zero column): G ← S G S, W ← S W'.
+    let scale: Vec<f64> = (0..p)
+        .map(|j| {
+            let d = g[j * p + j].sqrt();
+            if equilibrate && d > 0.0 && d.is_finite() { 1.0 / d } else { 1.0 }
+        })
+        .collect();
+    for i in 0..p {
+        for j in 0..p {
+            g[i * p + j] *= scale[i] * scale[j];
+        }
+    }
+    let Some(mut w) = whitening(&g, p, rtol.max(resolvable)) else {
+        return householder(x, n, p, &scale, rtol);
     };
-    let (mut q, mut gq) = apply(x, n, p, &w, p);
+    for i in 0..p {
+        for v in &mut w[i * p..(i + 1) * p] {
+            *v *= scale[i];
+        }
+    }
+    let (mut q, mut gq) = apply(x, n, p, &w, p, cancel)?;
     for _ in 0..3 {
         let err = (0..p * p).map(|k| (gq[k] - if k % (p + 1) == 0 { 1.0 } else { 0.0 }).abs()).fold(0.0, f64::max);
         if err <= target {
             return Ok((q, p));
         }
         let Some(w2) = whitening(&gq, p, 1e-4) else {
-            return householder(x, n, p, rtol);
+            return householder(x, n, p, &scale, rtol);
         };
-        let next = apply(&q, n, p, &w2, p);
+        let next = apply(&q, n, p, &w2, p, cancel)?;
         q = next.0;
         gq = next.1;
     }
-    householder(x, n, p, rtol)
+    householder(x, n, p, &scale, rtol)
 }
 
 /// Exact variance of the linear statistic Σ_{i∈S} g_i of a DPP with marginal kernel K = WWᵀ
@@ -241,6 +388,28 @@ pub fn exact_variance<T: Dense>(w: &[T], n: usize, r: usize, g: &[f64]) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dpp::never;
+
+    #[test]
+    fn randomized_check_accepts_orthonormal_and_rejects_perturbed_bases() {
+        let (n, p) = (400, 12);
+        let (u, _) = orthonormalize(&test_matrix(n, p, 7), n, p, 1e-8, true, never()).unwrap();
+        let (lev, err) = orthonormality_probe(&u, n, p, 2, 3);
+        assert!(err < 1e-12, "{err}");
+        let exact = leverage(&u, n, p);
+        assert!(lev.iter().zip(&exact).all(|(a, b)| (a - b).abs() < 1e-15));
+        // One entry of UᵀU − I of size 1e-3 (a column scaled by 1 + 5e-4): caught on every seed.
+        let mut bad = u.clone();
+        for i in 0..n {
+            bad[i * p + 5] *= 1.0 + 5e-4;
+        }
+        for seed in 0..20 {
+            let (_, e) = orthonormality_probe(&bad, n, p, 2, seed);
+            assert!(e > 1e-6, "seed {seed}: {e}");
+        }
+        let uf: Vec<f32> = u.iter().map(|&v| v as f32).collect();
+        assert!(orthonormality_probe(&uf, n, p, 2, 1).1 < 1e-5);
+    }
 
     fn test_matrix(n: usize, p: usize, seed: u64) -> Vec<f64> {
         let mut r = crate::rng::stream(seed, 0);
@@ -251,7 +420,7 @@ mod tests {
     fn orthonormalize_spans_and_is_orthonormal() {
         let (n, p) = (500, 7);
         let x = test_matrix(n, p, 1);
-        let (q, r) = orthonormalize(&x, n, p, 1e-8).unwrap();
+        let (q, r) = orthonormalize(&x, n, p, 1e-8, true, never()).unwrap();
         assert_eq!(r, p);
         assert!(orthonormality_error(&q, n, r) < 1e-12);
         // Projection of X onto span(Q) reproduces X.
@@ -272,24 +441,31 @@ mod tests {
             x[i * p + 4] = x[i * p] + 2.0 * x[i * p + 1];
             x[i * p + 3] *= 1e-9;
         }
-        let (q, r) = orthonormalize(&x, n, p, 1e-6).unwrap();
+        // Without equilibration the column of scale 1e-9 falls below rtol = 1e-6; with it, only the
+        // exactly dependent column is dropped.
+        let (q, r) = orthonormalize(&x, n, p, 1e-6, false, never()).unwrap();
         assert_eq!(r, 3);
         assert!(orthonormality_error(&q, n, r) < 1e-11);
-        let (q, r) = orthonormalize(&x, n, p, 1e-12).unwrap();
+        let (q, r) = orthonormalize(&x, n, p, 1e-6, true, never()).unwrap();
+        assert_eq!(r, 4);
+        assert!(orthonormality_error(&q, n, r) < 1e-11);
+        let (q, r) = orthonormalize(&x, n, p, 1e-12, false, never()).unwrap();
         assert_eq!(r, 4);
         assert!(orthonormality_error(&q, n, r) < 1e-11);
         let xf: Vec<f32> = test_matrix(n, p, 3).iter().map(|&v| v as f32).collect();
-        let (qf, rf) = orthonormalize(&xf, n, p, 1e-3).unwrap();
+        let (qf, rf) = orthonormalize(&xf, n, p, 1e-3, true, never()).unwrap();
         assert_eq!(rf, p);
         assert!(orthonormality_error(&qf, n, rf) < 1e-5);
-        assert!(orthonormalize(&vec![0.0; 6], 3, 2, 1e-8).is_err());
-        assert!(orthonormalize(&[f64::NAN, 1.0], 2, 1, 1e-8).is_err());
+        assert!(orthonormalize(&vec![0.0; 6], 3, 2, 1e-8, true, never()).is_err());
+        assert!(orthonormalize(&[f64::NAN, 1.0], 2, 1, 1e-8, true, never()).is_err());
+        let raised = AtomicBool::new(true);
+        assert_eq!(orthonormalize(&x, n, p, 1e-6, true, &raised).unwrap_err(), ThriftyError::Interrupted);
     }
 
     #[test]
     fn exact_variance_matches_dense_formula() {
         let (n, p) = (12, 3);
-        let (u, _) = orthonormalize(&test_matrix(n, p, 4), n, p, 1e-8).unwrap();
+        let (u, _) = orthonormalize(&test_matrix(n, p, 4), n, p, 1e-8, true, never()).unwrap();
         let g: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
         let k = |i: usize, j: usize| (0..p).map(|c| u[i * p + c] * u[j * p + c]).sum::<f64>();
         let mut v = 0.0;

@@ -16,11 +16,14 @@
 //! Cholesky factor). Guards: residuals clamped at 0, renormalisation by the actual sum, a rank
 //! tolerance below which the loop stops (argmax) or a residual is treated as 0 (sampling).
 use super::guide::GuideTable;
+use super::ortho::Dense;
+use super::check_cancel;
 use crate::error::{Result, ThriftyError};
+use crate::linalg::dot_mixed;
 use crate::rng::{self, Stream};
 use crate::scalar::Real;
-use super::ortho::Dense;
 use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
 
 const PAR_ROWS: usize = 16384;
 
@@ -76,22 +79,6 @@ impl<'a, T: Dense> FactorState<'a, T> {
     fn row(&self, i: usize) -> &[T] {
         &self.v[i * self.p..(i + 1) * self.p]
     }
-}
-
-#[inline]
-fn dot_mixed<T: Real>(a: &[T], b: &[f64]) -> f64 {
-    let mut s = [0.0f64; 4];
-    let chunks = a.len() / 4;
-    for c in 0..chunks {
-        for l in 0..4 {
-            s[l] += a[4 * c + l].as_f64() * b[4 * c + l];
-        }
-    }
-    let mut tot = s[0] + s[1] + s[2] + s[3];
-    for k in 4 * chunks..a.len() {
-        tot += a[k].as_f64() * b[k];
-    }
-    tot
 }
 
 impl<'a, T: Dense> PivotState for FactorState<'a, T> {
@@ -366,115 +353,139 @@ impl PivotPath {
 /// largest residual is below `tol · max K_ii`; sampling treats such residuals as zero. The
 /// `AcceptReject` mode needs a state whose diagonal is the guide table's weights and a projection
 /// kernel (residuals ≤ leverage); it fails with a numerical error instead of looping forever.
-pub fn run<S: PivotState>(state: &mut S, mode: Mode<'_>, k: usize, tol: f64) -> Result<PivotPath> {
+/// Every step first checks `cancel` (`Err(Interrupted)` once raised).
+pub fn run<S: PivotState>(state: &mut S, mode: Mode<'_>, k: usize, tol: f64, cancel: &AtomicBool) -> Result<PivotPath> {
+    match mode {
+        Mode::AcceptReject(rng, table) => accept_reject(state, rng, table, k, tol, cancel),
+        Mode::Sample(rng) => chain_rule(state, rng, k, tol, cancel),
+        Mode::Argmax => argmax(state, k, tol, cancel),
+    }
+}
+
+/// Condition on `j` and record it; `false` when its residual is numerically zero.
+fn take<S: PivotState>(state: &mut S, path: &mut PivotPath, j: usize, tol: f64) -> bool {
+    match state.add(j, tol) {
+        Some(piv) => {
+            path.items.push(j);
+            path.pivots.push(piv);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Proposals from the guide table over the leverage scores, accepted with probability d_j/ℓ_j.
+/// A projection of rank k has Σ K_ii = k; nothing of size n is touched per sample.
+fn accept_reject<S: PivotState>(
+    state: &mut S,
+    rng: &mut Stream,
+    table: &GuideTable,
+    k: usize,
+    tol: f64,
+    cancel: &AtomicBool,
+) -> Result<PivotPath> {
+    let mut path = PivotPath::default();
+    let rank = k as f64;
+    let max_prop = 1000 * (k + 1) + 10_000;
+    let mut idx: Vec<usize> = Vec::with_capacity(256);
+    let mut us: Vec<f64> = Vec::with_capacity(256);
+    let mut res = vec![0.0; 256];
+    while path.items.len() < k {
+        check_cancel(cancel)?;
+        if 2 * path.items.len() >= k {
+            state.use_complement();
+        }
+        let t = path.items.len() as f64;
+        // Proposals are i.i.d.; draw a batch sized to the expected number needed (rank/(rank − t))
+        // and take the first accepted one. Unused draws are discarded, which leaves the
+        // distribution of the accepted item ∝ ℓ_j · d_j/ℓ_j = d_j.
+        let expect = rank / (rank - t).max(1.0);
+        let b = ((0.5 * expect).ceil() as usize).clamp(1, 256);
+        let mut tries = 0usize;
+        'step: loop {
+            if tries > max_prop {
+                return Err(ThriftyError::numerical(
+                    "accept/reject sampler",
+                    "no proposal accepted: the basis is not orthonormal or k exceeds the rank",
+                ));
+            }
+            idx.clear();
+            us.clear();
+            for _ in 0..b {
+                idx.push(table.draw(rng));
+                us.push(rng::uniform(rng));
+            }
+            state.residuals(&idx, &mut res[..b]);
+            tries += b;
+            for a in 0..b {
+                let j = idx[a];
+                if us[a] * state.diagonal_at(j) < res[a] && take(state, &mut path, j, tol) {
+                    break 'step;
+                }
+            }
+        }
+    }
+    Ok(path)
+}
+
+/// The chain rule: j with probability d_j / Σd, Σd the actual sum after clamping (so the
+/// probabilities always sum to one), then a full residual update.
+fn chain_rule<S: PivotState>(state: &mut S, rng: &mut Stream, k: usize, tol: f64, cancel: &AtomicBool) -> Result<PivotPath> {
     let n = state.n();
     let mut path = PivotPath::default();
-    match mode {
-        Mode::AcceptReject(rng, table) => {
-            // A projection of rank k: Σ K_ii = k. Nothing of size n is touched per sample.
-            let rank = k as f64;
-            let max_prop = 1000 * (k + 1) + 10_000;
-            let mut idx: Vec<usize> = Vec::with_capacity(256);
-            let mut us: Vec<f64> = Vec::with_capacity(256);
-            let mut res = vec![0.0; 256];
-            while path.items.len() < k {
-                if 2 * path.items.len() >= k {
-                    state.use_complement();
-                }
-                let t = path.items.len() as f64;
-                // Proposals are i.i.d.; draw a batch sized to the expected number needed
-                // (rank/(rank − t)) and take the first accepted one. Unused draws are discarded,
-                // which leaves the distribution of the accepted item ∝ ℓ_j · d_j/ℓ_j = d_j.
-                let expect = rank / (rank - t).max(1.0);
-                let b = ((0.5 * expect).ceil() as usize).clamp(1, 256);
-                let mut tries = 0usize;
-                'step: loop {
-                    if tries > max_prop {
-                        return Err(ThriftyError::numerical(
-                            "accept/reject sampler",
-                            "no proposal accepted: the basis is not orthonormal or k exceeds the rank",
-                        ));
-                    }
-                    idx.clear();
-                    us.clear();
-                    for _ in 0..b {
-                        idx.push(table.draw(rng));
-                        us.push(rng::uniform(rng));
-                    }
-                    state.residuals(&idx, &mut res[..b]);
-                    tries += b;
-                    for a in 0..b {
-                        let j = idx[a];
-                        if us[a] * state.diagonal_at(j) < res[a] {
-                            if let Some(piv) = state.add(j, tol) {
-                                path.items.push(j);
-                                path.pivots.push(piv);
-                                break 'step;
-                            }
-                        }
-                    }
-                }
+    let mut d = state.diagonal();
+    let scale = d.iter().cloned().fold(0.0, f64::max);
+    let floor = tol * scale;
+    while path.items.len() < k {
+        check_cancel(cancel)?;
+        for v in d.iter_mut() {
+            if !(*v > floor) {
+                *v = 0.0;
             }
         }
-        Mode::Sample(rng) => {
-            let mut d = state.diagonal();
-            let scale = d.iter().cloned().fold(0.0, f64::max);
-            let floor = tol * scale;
-            while path.items.len() < k {
-                for v in d.iter_mut() {
-                    if !(*v > floor) {
-                        *v = 0.0;
-                    }
-                }
-                let total: f64 = d.iter().sum();
-                if !(total > 0.0) {
-                    return Err(ThriftyError::numerical(
-                        "projection sampler",
-                        format!("residuals vanished after {} of {k} items (k exceeds the numerical rank)", path.items.len()),
-                    ));
-                }
-                let u = rng::uniform(rng) * total;
-                let mut acc = 0.0;
-                let mut j = n;
-                for (i, &v) in d.iter().enumerate() {
-                    if v > 0.0 {
-                        acc += v;
-                        j = i;
-                        if acc > u {
-                            break;
-                        }
-                    }
-                }
-                match state.add(j, tol) {
-                    Some(piv) => {
-                        path.items.push(j);
-                        path.pivots.push(piv);
-                        state.update(&mut d);
-                        d[j] = 0.0;
-                    }
-                    None => d[j] = 0.0,
-                }
-            }
+        let total: f64 = d.iter().sum();
+        if !(total > 0.0) {
+            return Err(ThriftyError::numerical(
+                "projection sampler",
+                format!("residuals vanished after {} of {k} items (k exceeds the numerical rank)", path.items.len()),
+            ));
         }
-        Mode::Argmax => {
-            let mut d = state.diagonal();
-            let scale = d.iter().cloned().fold(0.0, f64::max);
-            while path.items.len() < k.min(n) {
-                let (j, dj) = d.iter().enumerate().fold((n, f64::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b });
-                if j == n || !(dj > tol * scale) || dj <= 0.0 {
+        let u = rng::uniform(rng) * total;
+        let mut acc = 0.0;
+        let mut j = n;
+        for (i, &v) in d.iter().enumerate() {
+            if v > 0.0 {
+                acc += v;
+                j = i;
+                if acc > u {
                     break;
                 }
-                match state.add(j, tol) {
-                    Some(piv) => {
-                        path.items.push(j);
-                        path.pivots.push(piv);
-                        state.update(&mut d);
-                        d[j] = 0.0;
-                    }
-                    None => d[j] = 0.0,
-                }
             }
         }
+        if take(state, &mut path, j, tol) {
+            state.update(&mut d);
+        }
+        d[j] = 0.0;
+    }
+    Ok(path)
+}
+
+/// Greedy argmax of the residual; stops at the numerical rank (largest residual ≤ tol · max K_ii).
+fn argmax<S: PivotState>(state: &mut S, k: usize, tol: f64, cancel: &AtomicBool) -> Result<PivotPath> {
+    let n = state.n();
+    let mut path = PivotPath::default();
+    let mut d = state.diagonal();
+    let scale = d.iter().cloned().fold(0.0, f64::max);
+    while path.items.len() < k.min(n) {
+        check_cancel(cancel)?;
+        let (j, dj) = d.iter().enumerate().fold((n, f64::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b });
+        if j == n || !(dj > tol * scale) || dj <= 0.0 {
+            break;
+        }
+        if take(state, &mut path, j, tol) {
+            state.update(&mut d);
+        }
+        d[j] = 0.0;
     }
     Ok(path)
 }
@@ -517,8 +528,8 @@ mod tests {
         let kfull: Vec<f64> = (0..n * n)
             .map(|ij| (0..p).map(|c| v[(ij / n) * p + c] * v[(ij % n) * p + c]).sum())
             .collect();
-        let a = run(&mut FactorState::new(&v, n, p, &lev), Mode::Argmax, 3, 1e-12).unwrap();
-        let b = run(&mut KernelState::new(&kfull, n), Mode::Argmax, 3, 1e-12).unwrap();
+        let a = run(&mut FactorState::new(&v, n, p, &lev), Mode::Argmax, 3, 1e-12, crate::dpp::never()).unwrap();
+        let b = run(&mut KernelState::new(&kfull, n), Mode::Argmax, 3, 1e-12, crate::dpp::never()).unwrap();
         assert_eq!(a.items, b.items);
         // Brute-force greedy on determinants.
         let mut chosen: Vec<usize> = Vec::new();
@@ -543,7 +554,7 @@ mod tests {
         let sub: Vec<f64> = (0..k * k).map(|t| kfull[chosen[t / k] * n + chosen[t % k]]).collect();
         assert!((a.log_det() - det(&sub, k).ln()).abs() < 1e-10);
         // Stops at the rank.
-        let full = run(&mut FactorState::new(&v, n, p, &lev), Mode::Argmax, n, 1e-10).unwrap();
+        let full = run(&mut FactorState::new(&v, n, p, &lev), Mode::Argmax, n, 1e-10, crate::dpp::never()).unwrap();
         assert_eq!(full.items.len(), p);
     }
 }

@@ -5,6 +5,7 @@ use super::ortho;
 use super::pivot::{self, FactorState, Mode};
 use crate::error::{ensure_matrix, Result, ThriftyError};
 use crate::rng;
+use std::sync::atomic::AtomicBool;
 
 /// Which pivot rule draws the sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +15,18 @@ pub enum Method {
     /// Accept/reject proposals from the leverage guide table: O(p³ log p) per sample after an O(np)
     /// setup.
     AcceptReject,
+}
+
+/// How `Projection::new` verifies that the columns of U are orthonormal.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OrthoCheck {
+    /// Trust the caller (bases from [`ortho::orthonormalize`]).
+    Skip,
+    /// O(Np): ‖(UᵀU − I)z‖ ≤ tol for `probes` random unit vectors z drawn from `seed`
+    /// ([`ortho::orthonormality_probe`] states the false-accept probability).
+    Randomized { tol: f64, probes: usize, seed: u64 },
+    /// O(Np²): max |UᵀU − I| ≤ tol.
+    Exact { tol: f64 },
 }
 
 /// A validated projection kernel with its leverage scores and their guide table.
@@ -27,34 +40,46 @@ pub struct Projection {
 /// Rank tolerance of the samplers (relative residual treated as zero).
 pub const TOL: f64 = 1e-10;
 
+fn not_orthonormal(what: &str, err: f64, tol: f64) -> ThriftyError {
+    ThriftyError::invalid("U", format!("columns are not orthonormal ({what} = {err:.3e} > {tol:.1e}); use orthonormalize(U) first"))
+}
+
 impl Projection {
-    /// `check_tol`: maximal |UᵀU − I| accepted (None skips the O(np²) check, for bases that come
-    /// from [`ortho::orthonormalize`]).
-    pub fn new<T: ortho::Dense>(u: &[T], n: usize, p: usize, check_tol: Option<f64>) -> Result<Self> {
+    pub fn new<T: ortho::Dense>(u: &[T], n: usize, p: usize, check: OrthoCheck) -> Result<Self> {
         ensure_matrix("U", u, n, p)?;
-        // One pass: a leverage score is finite iff its row is (finiteness check and K_ii together).
-        let leverage = ortho::leverage(u, n, p);
-        if leverage.iter().any(|l| !l.is_finite()) {
-            return Err(ThriftyError::NotFinite { arg: "U" });
-        }
         if p > n {
             return Err(ThriftyError::shape("U", format!("has more columns ({p}) than rows ({n}); columns cannot be orthonormal")));
         }
-        if let Some(tol) = check_tol {
+        // One pass: a leverage score is finite iff its row is (finiteness check and K_ii together).
+        let leverage = match check {
+            OrthoCheck::Randomized { tol, probes, seed } => {
+                let (lev, err) = ortho::orthonormality_probe(u, n, p, probes, seed);
+                if lev.iter().any(|l| !l.is_finite()) {
+                    return Err(ThriftyError::NotFinite { arg: "U" });
+                }
+                if !(err <= tol) {
+                    return Err(not_orthonormal("‖(UᵀU − I)z‖ for a random unit z", err, tol));
+                }
+                lev
+            }
+            _ => ortho::leverage(u, n, p),
+        };
+        if leverage.iter().any(|l| !l.is_finite()) {
+            return Err(ThriftyError::NotFinite { arg: "U" });
+        }
+        if let OrthoCheck::Exact { tol } = check {
             let err = ortho::orthonormality_error(u, n, p);
             if !(err <= tol) {
-                return Err(ThriftyError::invalid(
-                    "U",
-                    format!("columns are not orthonormal (max |UᵀU − I| = {err:.3e} > {tol:.1e}); use orthonormalize(U) first"),
-                ));
+                return Err(not_orthonormal("max |UᵀU − I|", err, tol));
             }
         }
         let table = GuideTable::new(&leverage)?;
         Ok(Projection { n, p, leverage, table })
     }
 
-    /// One sample of exactly p items from stream (seed, task); `u` must be the matrix given to `new`.
-    pub fn sample<T: ortho::Dense>(&self, u: &[T], method: Method, seed: u64, task: u64) -> Result<Vec<usize>> {
+    /// One sample of exactly p items from stream (seed, task) written into `out` (length p); `u`
+    /// must be the matrix given to `new`.
+    pub fn sample_into<T: ortho::Dense>(&self, u: &[T], method: Method, seed: u64, task: u64, out: &mut [usize], cancel: &AtomicBool) -> Result<()> {
         if u.len() != self.n * self.p {
             return Err(ThriftyError::shape("U", "does not match the sampler's shape"));
         }
@@ -64,17 +89,22 @@ impl Projection {
             Method::Chain => Mode::Sample(&mut r),
             Method::AcceptReject => Mode::AcceptReject(&mut r, &self.table),
         };
-        Ok(pivot::run(&mut st, mode, self.p, TOL)?.items)
+        out.copy_from_slice(&pivot::run(&mut st, mode, self.p, TOL, cancel)?.items);
+        Ok(())
     }
 
-    /// `count` samples; sample s uses stream (seed, s), so the result is thread-count independent.
-    pub fn sample_many<T: ortho::Dense>(&self, u: &[T], count: usize, method: Method, seed: u64) -> Result<Vec<Vec<usize>>> {
-        self.sample_range(u, 0, count, method, seed)
+    /// One sample of exactly p items from stream (seed, task).
+    pub fn sample<T: ortho::Dense>(&self, u: &[T], method: Method, seed: u64, task: u64) -> Result<Vec<usize>> {
+        let mut out = vec![0; self.p];
+        self.sample_into(u, method, seed, task, &mut out, super::never())?;
+        Ok(out)
     }
 
-    /// Samples number `offset .. offset + count` of the family seeded by `seed` (for chunked calls).
-    pub fn sample_range<T: ortho::Dense>(&self, u: &[T], offset: usize, count: usize, method: Method, seed: u64) -> Result<Vec<Vec<usize>>> {
-        super::per_sample(offset, count, |s| self.sample(u, method, seed, s)).into_iter().collect()
+    /// Samples number `offset .. offset + count` of the family seeded by `seed` (sample s uses
+    /// stream (seed, s), so chunked calls and any thread count give the same result), row-major
+    /// `count × p`. Stops with `Err(Interrupted)` soon after `cancel` is raised.
+    pub fn sample_range<T: ortho::Dense>(&self, u: &[T], offset: usize, count: usize, method: Method, seed: u64, cancel: &AtomicBool) -> Result<Vec<usize>> {
+        super::per_sample_flat(offset, count, self.p, cancel, |s, row| self.sample_into(u, method, seed, s, row, cancel))
     }
 }
 
@@ -87,11 +117,12 @@ mod tests {
         let (n, p) = (15, 4);
         let mut r = rng::stream(9, 0);
         let x: Vec<f64> = (0..n * p).map(|_| rng::uniform(&mut r) - 0.5).collect();
-        let (u, rank) = ortho::orthonormalize(&x, n, p, 1e-8).unwrap();
+        let (u, rank) = ortho::orthonormalize(&x, n, p, 1e-8, true, crate::dpp::never()).unwrap();
         assert_eq!(rank, p);
-        let proj = Projection::new(&u, n, p, Some(1e-8)).unwrap();
+        let proj = Projection::new(&u, n, p, OrthoCheck::Exact { tol: 1e-8 }).unwrap();
         for method in [Method::Chain, Method::AcceptReject] {
-            let s = proj.sample_many(&u, 20_000, method, 11).unwrap();
+            let flat = proj.sample_range(&u, 0, 20_000, method, 11, crate::dpp::never()).unwrap();
+            let s: Vec<Vec<usize>> = flat.chunks(p).map(|c| c.to_vec()).collect();
             let mut counts = vec![0usize; n];
             for smp in &s {
                 let mut t = smp.clone();
@@ -108,9 +139,12 @@ mod tests {
                 assert!((counts[i] as f64 / 20_000.0 - pi).abs() < 5.0 * sd + 1e-9, "{method:?} item {i}");
             }
             // Same seed, same samples (and thread-count independence follows from per-sample streams).
-            assert_eq!(proj.sample_many(&u, 5, method, 11).unwrap(), s[..5].to_vec());
+            assert_eq!(proj.sample_range(&u, 0, 5, method, 11, crate::dpp::never()).unwrap(), flat[..5 * p].to_vec());
+            assert_eq!(proj.sample(&u, method, 11, 3).unwrap(), s[3]);
         }
         let bad: Vec<f64> = x.clone();
-        assert!(Projection::new(&bad, n, p, Some(1e-8)).is_err());
+        assert!(Projection::new(&bad, n, p, OrthoCheck::Exact { tol: 1e-8 }).is_err());
+        assert!(Projection::new(&bad, n, p, OrthoCheck::Randomized { tol: 1e-8, probes: 2, seed: 1 }).is_err());
+        assert!(Projection::new(&u, n, p, OrthoCheck::Randomized { tol: 1e-8, probes: 2, seed: 1 }).is_ok());
     }
 }
