@@ -104,7 +104,7 @@ def test_pls_coefficients_equal_sklearn_random(k):
     X, y = _data(n=70, p=30, seed=k)
     est = PLSInference(n_components=k, test=False).fit(X, y)
     coef, icpt, sk = _sk_coef(X, y, k)
-    np.testing.assert_allclose(est.coef_, coef, rtol=0, atol=1e-8 * np.abs(coef).max())
+    np.testing.assert_allclose(est.coef_.ravel(), coef, rtol=0, atol=1e-8 * np.abs(coef).max())
     # sklearn centres X in predict (its intercept_ is the mean of y); compare predictions instead
     np.testing.assert_allclose(est.predict(X), sk.predict(X).ravel(), atol=1e-8)
     # same directions up to sign
@@ -113,7 +113,7 @@ def test_pls_coefficients_equal_sklearn_random(k):
     X2, y2 = _data(n=30, p=200, seed=k + 10)
     est2 = PLSInference(n_components=k, test=False).fit(X2, y2)
     coef2, _, _ = _sk_coef(X2, y2, k)
-    np.testing.assert_allclose(est2.coef_, coef2, rtol=0, atol=1e-8 * np.abs(coef2).max())
+    np.testing.assert_allclose(est2.coef_.ravel(), coef2, rtol=0, atol=1e-8 * np.abs(coef2).max())
 
 
 def test_pls_coefficients_equal_sklearn_real():
@@ -123,7 +123,7 @@ def test_pls_coefficients_equal_sklearn_real():
     for k in (1, 2, 4):
         coef, _, _ = _sk_coef(Xd, yd, k)
         est = PLSInference(n_components=k, test=False).fit(Xd, yd)
-        np.testing.assert_allclose(est.coef_, coef, rtol=0, atol=1e-8 * np.abs(coef).max())
+        np.testing.assert_allclose(est.coef_.ravel(), coef, rtol=0, atol=1e-8 * np.abs(coef).max())
     from thrifty.inference import datasets
 
     try:
@@ -133,4 +133,4 @@ def test_pls_coefficients_equal_sklearn_real():
     for k in (1, 3):
         coef, _, _ = _sk_coef(Xt, e[:, 1], k)
         est = PLSInference(n_components=k, test=False).fit(Xt, e[:, 1])
-        np.testing.assert_allclose(est.coef_, coef, rtol=0, atol=1e-8 * np.abs(coef).max())
+        np.testing.assert_allclose(est.coef_.ravel(), coef, rtol=0, atol=1e-8 * np.abs(coef).max())

@@ -1,5 +1,6 @@
 //! Splits, the per-split statistic, the Nadeau–Bengio corrected t-test on Fisher-z, and the pre-run gate.
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
 use crate::inference::fit::{prepare_with, predict_test_raw, split_r_with, Data, Spec};
@@ -88,12 +89,26 @@ pub fn size_ratio(splits: &[Split]) -> f64 {
 
 /// Held-out r for every split (parallel over splits; each split is independent of scheduling).
 pub fn split_correlations(data: &Data<'_>, spec: &Spec, splits: &[Split], y: &[f64]) -> Result<Vec<f64>> {
+    split_correlations_cancellable(data, spec, splits, y, &AtomicBool::new(false))
+}
+
+/// [`split_correlations`] that stops with `Err(Interrupted)` soon after `cancel` is raised (checked per split).
+pub fn split_correlations_cancellable(
+    data: &Data<'_>,
+    spec: &Spec,
+    splits: &[Split],
+    y: &[f64],
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
     spec.validate(data.p, splits.len())?;
     let standardize = spec.learner.standardizes();
     splits
         .par_iter()
         .enumerate()
         .map(|(j, s)| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(ThriftyError::Interrupted);
+            }
             if matches!(spec.learner, crate::inference::fit::Learner::Pls) && spec.k == 1 {
                 return crate::inference::fit::pls1_split_r(data, &s.train, &s.test, y);
             }
@@ -110,9 +125,9 @@ pub fn fisher_z(r: f64) -> f64 {
     r.clamp(-R_CLAMP, R_CLAMP).atanh()
 }
 
-/// Mean Fisher z (fixed summation order).
+/// Mean Fisher z over the defined correlations (NaN entries skipped; fixed summation order).
 pub fn mean_z(rs: &[f64]) -> f64 {
-    rs.iter().map(|&r| fisher_z(r)).sum::<f64>() / rs.len() as f64
+    crate::inference::perm::mean_z_defined(rs.iter().copied())
 }
 
 /// The NB-asymptotic test on per-split correlations.
