@@ -8,12 +8,12 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-RandomState = Union[None, int, np.random.Generator, np.random.RandomState]
+RandomState = None | int | np.random.Generator | np.random.RandomState
 
 _SEED_BOUND = 2**63 - 1
 

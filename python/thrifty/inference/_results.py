@@ -184,7 +184,7 @@ class SubspaceTestResult:
         if self.method in ("nb", "nb-permutation"):
             lines.append(f"  held-out r         {self.statistic:.4f}   (tanh of mean Fisher z over {self.n_splits} splits)")
             lines.append(
-                f"  {int(round(self.confidence_level * 100))}% CI             [{self.ci[0]:.4f}, {self.ci[1]:.4f}]"
+                f"  {round(self.confidence_level * 100)}% CI             [{self.ci[0]:.4f}, {self.ci[1]:.4f}]"
             )
             if self.method == "nb":
                 lines.append(f"  t / df             {self.t:.3f} / {self.df:g}")
