@@ -24,6 +24,7 @@ from thrifty.inference._api import (
 )
 from thrifty.inference._estimator import PLSInference
 from thrifty.inference._results import (
+    BaselineResult,
     ComponentTestsResult,
     ConfidenceInterval,
     GateDecision,
@@ -32,6 +33,7 @@ from thrifty.inference._results import (
 )
 
 __all__ = [
+    "BaselineResult",
     "ComponentTestsResult",
     "ConfidenceInterval",
     "ConstantColumnWarning",

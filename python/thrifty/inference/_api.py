@@ -26,6 +26,7 @@ from thrifty._validation import (
     seed_from_random_state,
 )
 from thrifty.inference._results import (
+    BaselineResult,
     ComponentTestsResult,
     FloatArray,
     GateDecision,
@@ -367,7 +368,7 @@ def subspace_test(
     n_folds: int = 5,
     ridge_alpha: float = 1.0,
     spca_n_features: int | None = None,
-) -> SubspaceTestResult:
+) -> SubspaceTestResult | BaselineResult:
     """Test whether a supervised subspace of X predicts y, by held-out OLS refits.
 
     On each of ``n_splits`` balanced random splits the learner fits ``n_components`` directions on
@@ -387,8 +388,11 @@ def subspace_test(
         only): the directions are fitted to all columns, every column is refitted on the k train
         scores, and a split's r is the Pearson r between predicted and observed test responses in
         train-standardised units, pooled over the columns. Constant columns drop out.
-    n_components : int, default=1
-        Number of directions k (``1 <= k``; at most ``n_features``; ``n_samples >= k + 5``).
+    n_components : int, optional
+        Number of directions k (``1 <= k``; at most ``n_features``; ``n_samples >= k + 5``). Default:
+        1 for the named learners, the basis' columns, a transformer's ``n_components`` or the number of
+        scores it returns, a callable's basis columns. A transformer's or callable's output is checked
+        against it. The arguments after it are keyword-only.
     learner : {"pls", "spca", "ridge"}, array of shape (n_features, k), callable or transformer, default="pls"
         ``"pls"``: PLS1. ``"spca"``: supervised PCA (the ``spca_n_features`` features most correlated
         with y on each train part, then their top-k principal directions). ``"ridge"``: the ridge
@@ -397,8 +401,10 @@ def subspace_test(
         train part (raw units, centred by the train mean). A scikit-learn transformer (``fit``/``transform``)
         cloned and fitted on every train part; its k output scores are refitted by OLS.
     method : {"auto", "nb", "nb-permutation", "cv-permutation-q2", "permutation-score", "jackknife"}, default="auto"
-        ``"auto"``/``"nb"``: NB-asymptotic, rerouted to NB-permutation (with a :class:`GateWarning`)
-        when the gate fires unless ``force``. ``"cv-permutation-q2"``: pooled K-fold Q² with permuted y.
+        ``"auto"``: the NB-asymptotic test where it is calibrated (PLS1 with one component and
+        ``n_eff >= 60``, design gate passed), the NB-permutation test otherwise, with the reason in
+        ``result.gate.reasons`` (a :class:`GateWarning` when a design rule fires). ``"nb"``: the
+        NB-asymptotic test, rerouted the same way with a warning unless ``force``. ``"cv-permutation-q2"``: pooled K-fold Q² with permuted y.
         ``"permutation-score"``: mean fold R² with permuted y (scikit-learn's ``permutation_test_score``).
         ``"jackknife"``: per-coefficient jackknife t over ``n_folds`` segments (R ``pls::jack.test``;
         the reported p is Bonferroni over coefficients, an indicator only).
@@ -432,9 +438,11 @@ def subspace_test(
 
     Returns
     -------
-    SubspaceTestResult
-        Frozen dataclass: ``p_value``, ``statistic`` (tanh of mean z), ``t``, ``df``, per-split ``r``,
-        ``rho_hat``, ``ci``, the gate decision, ``seed_used`` and the splits used.
+    SubspaceTestResult or BaselineResult
+        For ``"nb"``/``"nb-permutation"``: ``pvalue`` (alias ``p_value``), ``statistic`` (tanh of mean
+        z), ``t``, ``df``, per-split ``r``, ``rho_hat``, ``ci`` / ``confidence_interval()``, the gate
+        decision (with the reason ``auto`` chose the test), ``seed_`` and the splits used; it unpacks as
+        ``statistic, pvalue``. The baselines return a :class:`BaselineResult`.
 
     Raises
     ------
@@ -450,6 +458,9 @@ def subspace_test(
         When the gate reroutes the NB-asymptotic test to the permutation test.
     ConstantColumnWarning
         When X has constant columns (they drop out of every fit).
+    UndefinedSplitWarning
+        When the held-out r is undefined on some splits (constant test response or prediction): they
+        are left out and counted in ``n_undefined``; fewer than 2 defined splits is a ``ValueError``.
 
     Examples
     --------
@@ -459,8 +470,9 @@ def subspace_test(
     >>> X = rng.normal(size=(200, 30))
     >>> y = X[:, 0] + rng.normal(size=200)
     >>> res = subspace_test(X, y, random_state=0)
-    >>> res.p_value < 1e-6
-    True
+    >>> stat, p = res
+    >>> p < 1e-6, res.method
+    (True, 'nb')
     """
     pb = _prepare_problem(
         X, y, n_components, learner, sample_weight, rotate, confidence_level, ridge_alpha, spca_n_features,
@@ -471,7 +483,7 @@ def subspace_test(
 
 def _route_and_run(
     pb: _Problem, method: Any, force: Any, n_splits: Any, splits: Any, n_perm: Any, n_folds: Any
-) -> SubspaceTestResult:
+) -> SubspaceTestResult | BaselineResult:
     """Resolve the route through the gate, then run the split test or the baseline."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -492,7 +504,7 @@ def _route_and_run(
 def test_problem(
     x: FloatArray, y: FloatArray, k: int, learner: str, w: FloatArray | None, method: Any, n_splits: Any,
     n_perm: Any, force: Any, random_state: RandomState, n_jobs: Any, progress: Any,
-) -> SubspaceTestResult:
+) -> SubspaceTestResult | BaselineResult:
     """The steps of :func:`subspace_test` for validated arrays (used by ``PLSInference.fit``)."""
     pb = _prepare_problem(x, y, k, learner, w, None, 0.95, 1.0, None, random_state, n_jobs, progress)
     return _route_and_run(pb, method, force, n_splits, None, n_perm, 5)
@@ -718,7 +730,7 @@ def _run_split_test(
     )
 
 
-def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: GateDecision, requested: str) -> SubspaceTestResult:
+def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: GateDecision, requested: str) -> BaselineResult:
     """One of the CV baselines or the jackknife."""
     x, yv, w, lr, k = pb.xs, pb.ys, pb.w, pb.lr, pb.lr.k
     n = x.shape[0]
@@ -727,13 +739,9 @@ def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: Ga
     folds = check_int(n_folds, "n_folds", 2)
     if folds > n:
         raise ValueError(f"n_folds={folds} exceeds the number of samples ({n})")
-    nan = float("nan")
-    empty = np.empty(0)
     common: dict[str, Any] = {
-        "requested_method": requested, "r": empty, "z_mean": nan, "z_sd": nan, "se": nan, "rho_hat": nan,
-        "r2": nan, "ci": (nan, nan), "confidence_level": pb.level, "n_components": k, "learner": lr.kind,
-        "n_splits": 0, "n_train": nan, "n_test": nan, "gate": gate, "seed_": pb.seed, "train_indices": (),
-        "rotate": pb.rotate,
+        "requested_method": requested, "n_components": k, "learner": lr.kind, "n_folds": folds, "gate": gate,
+        "seed_": pb.seed,
     }
     if method == "jackknife":
         if lr.kind != "pls":
@@ -741,8 +749,8 @@ def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: Ga
         jk = _core.inference_jackknife(x, yv, w, k, folds, pb.seed, pb.jobs)
         pj = np.asarray(jk["p_values"])
         tj = np.asarray(jk["t"])
-        return SubspaceTestResult(
-            method=method, pvalue=float(min(1.0, pj.min() * x.shape[1])), statistic=float(np.abs(tj).max()), t=nan,
+        return BaselineResult(
+            method=method, pvalue=float(min(1.0, pj.min() * x.shape[1])), statistic=float(np.abs(tj).max()),
             df=float(jk["df"]), n_perm=0, null_distribution=None,
             details={"coef": np.asarray(jk["coef"]), "se": np.asarray(jk["se"]), "t": tj, "p_values": pj},
             **common,
@@ -752,7 +760,7 @@ def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: Ga
     bar = _progress_bar(pb.progress, B, method, heavy=B * folds * n * x.shape[1] > 1e8)
     chunk = _perm_chunk(B, n, bar is not None)
     null_arr = np.empty(B)
-    observed = nan
+    observed = math.nan
     try:
         start = 0
         while start < B:
@@ -769,8 +777,8 @@ def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: Ga
         if bar is not None:
             bar.close()
     exceed = np.count_nonzero(~np.isfinite(null_arr) | (null_arr >= observed))
-    return SubspaceTestResult(
-        method=method, pvalue=(1.0 + exceed) / (B + 1.0), statistic=float(observed), t=nan, df=nan,
+    return BaselineResult(
+        method=method, pvalue=(1.0 + exceed) / (B + 1.0), statistic=float(observed), df=math.nan,
         n_perm=B, null_distribution=null_arr, **common,
     )
 
@@ -916,8 +924,11 @@ def varimax(
     --------
     >>> import numpy as np
     >>> from thrifty.inference import varimax
-    >>> L = np.array([[1.0, 1.0], [1.0, 0.9], [1.0, -1.0], [0.9, -1.0]])
-    >>> out = varimax(L)
+    >>> c, s = np.cos(0.5), np.sin(0.5)
+    >>> L = np.array([[0.9, 0.1], [0.8, 0.2], [0.1, 0.9], [0.2, 0.8]]) @ np.array([[c, -s], [s, c]])
+    >>> out = varimax(L)  # rotates the simple structure back (to varimax's optimum)
+    >>> np.round(np.abs(out.loadings), 3).tolist()
+    [[0.9, 0.1], [0.8, 0.2], [0.1, 0.9], [0.2, 0.8]]
     >>> np.allclose(out.rotation @ out.rotation.T, np.eye(2))
     True
     """

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from thrifty import _core
 from thrifty._validation import RandomState, check_int, power_of_two_scale
 from thrifty.inference._api import test_problem
-from thrifty.inference._results import FloatArray, SubspaceTestResult
+from thrifty.inference._results import BaselineResult, FloatArray, SubspaceTestResult
 
 
 class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
@@ -173,7 +173,9 @@ class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorM
         self.n_components_fitted_ = n_eff
         self._n_features_out = k
 
-    def _run_test(self, x: FloatArray, yv: FloatArray, w: FloatArray | None, k: int) -> SubspaceTestResult | None:
+    def _run_test(
+        self, x: FloatArray, yv: FloatArray, w: FloatArray | None, k: int
+    ) -> SubspaceTestResult | BaselineResult | None:
         """The subspace test of the fitted number of components (the steps of ``subspace_test``)."""
         if x.shape[0] < k + 5:
             warnings.warn(

@@ -65,8 +65,8 @@ class SubspaceTestResult:
     Attributes
     ----------
     method : str
-        The test that ran (``"nb"``, ``"nb-permutation"``, ``"cv-permutation-q2"``,
-        ``"permutation-score"`` or ``"jackknife"``).
+        The test that ran (``"nb"`` or ``"nb-permutation"``; the baselines return a
+        :class:`BaselineResult`).
     requested_method : str
         The ``method`` argument (``"auto"`` resolves through the gate).
     pvalue : float
@@ -196,14 +196,80 @@ class SubspaceTestResult:
             if self.n_undefined:
                 lines.append(f"  undefined splits   {self.n_undefined} (left out)")
             lines.append(f"  train/test sizes   {self.n_train:g} / {self.n_test:g}")
-        elif self.method in ("cv-permutation-q2", "permutation-score"):
-            label = "pooled CV Q^2" if self.method == "cv-permutation-q2" else "mean fold R^2"
-            lines.append(f"  {label:<18} {self.statistic:.4f}   ({self.n_perm} permutations)")
-        else:
-            lines.append(f"  max |t|            {self.statistic:.3f}   (jackknife, df={self.df:g}; Bonferroni p)")
         g = self.gate
         gate = "passed" if not g.reroute else ("forced past" if g.forced else "rerouted") + ": " + "; ".join(g.reasons)
         lines.append(f"  gate               {gate}  (n_eff={g.n_eff:.1f}, stable rank={g.stable_rank:.2f})")
+        lines.append(f"  seed_              {self.seed_}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class BaselineResult:
+    """Outcome of :func:`thrifty.inference.subspace_test` for a baseline method
+    (``"cv-permutation-q2"``, ``"permutation-score"`` or ``"jackknife"``), which has no splits,
+    Fisher z or confidence interval.
+
+    Attributes
+    ----------
+    method, requested_method : str
+    pvalue : float
+        ``(1 + #{null >= observed}) / (n_perm + 1)`` for the CV baselines; the Bonferroni minimum of
+        the per-coefficient two-sided p-values for the jackknife (an indicator only). ``p_value`` is
+        an alias; ``statistic, pvalue = result`` unpacks.
+    statistic : float
+        Pooled CV Q², mean fold R², or max |t| (jackknife).
+    n_components : int
+    learner : str
+    n_folds : int
+        Folds (CV baselines) or segments (jackknife).
+    n_perm : int
+        Permutations (0 for the jackknife).
+    null_distribution : ndarray or None
+        The permutation null of the statistic.
+    df : float
+        Degrees of freedom of the jackknife t (``n_folds - 1``); NaN for the CV baselines.
+    gate : GateDecision
+    seed_ : int
+    details : dict
+        Jackknife coefficients, standard errors, t and p per coefficient.
+    """
+
+    method: str
+    requested_method: str
+    pvalue: float
+    statistic: float
+    n_components: int
+    learner: str
+    n_folds: int
+    n_perm: int
+    null_distribution: FloatArray | None
+    df: float
+    gate: GateDecision
+    seed_: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def p_value(self) -> float:
+        """Alias of ``pvalue``."""
+        return self.pvalue
+
+    @property
+    def seed_used(self) -> int:
+        """Deprecated alias of ``seed_``."""
+        return _deprecated_seed_alias(self)
+
+    def __iter__(self) -> Iterator[float]:
+        """``statistic, pvalue = result``."""
+        return iter((self.statistic, self.pvalue))
+
+    def __repr__(self) -> str:
+        lines = [f"BaselineResult(method={self.method!r}, learner={self.learner!r}, k={self.n_components})"]
+        lines.append(f"  p-value            {self.pvalue:.4g}")
+        if self.method == "jackknife":
+            lines.append(f"  max |t|            {self.statistic:.3f}   (jackknife, df={self.df:g}; Bonferroni p)")
+        else:
+            label = "pooled CV Q^2" if self.method == "cv-permutation-q2" else "mean fold R^2"
+            lines.append(f"  {label:<18} {self.statistic:.4f}   ({self.n_perm} permutations, {self.n_folds} folds)")
         lines.append(f"  seed_              {self.seed_}")
         return "\n".join(lines)
 
