@@ -491,7 +491,8 @@ def _route_and_run(
         raise ValueError(f"a multi-column y (PLS2) supports method 'auto', 'nb' or 'nb-permutation', got {method!r}")
     if not isinstance(force, (bool, np.bool_)):
         raise TypeError(f"force must be a bool, got {type(force).__name__}")
-    run, gate, message = _resolve_route(method, bool(force), _gate(pb.xs, pb.w), _nb_learner_reason(pb))
+    gate = _gate(pb.xs, pb.w)
+    run, gate, message = _resolve_route(method, bool(force), gate, _nb_learner_reason(pb, gate))
     if message is not None:
         warnings.warn(message, GateWarning, stacklevel=3)
     if run in ("nb", "nb-permutation"):
@@ -583,12 +584,17 @@ def _prepare_problem(
 # n >= 100). Ridge probes, supervised PCA, fixed bases, callables and transformers learn directions
 # that change more from split to split (null correlation 0.14-0.36), PLS with k >= 2 and PLS2 less so
 # (about 0.43), and small samples are off too: the NB test is then conservative (size 0-3.6% at 5%)
-# and loses power, so ``method="auto"`` runs the NB-permutation test for them.
+# and loses power, so ``method="auto"`` runs the NB-permutation test for them. With a dominant factor
+# (stable rank of the standardised X below NB_MIN_STABLE_RANK: the decaying-spectrum and single-factor
+# designs of the table) PLS1's null correlation drifts below 1/2 as well and the NB test's power falls
+# up to 3 points below the permutation test's; those designs get the permutation test too (it costs
+# milliseconds for PLS1 through the Gram routes).
 NB_MIN_N_EFF = 60.0
+NB_MIN_STABLE_RANK = 8.0
 
 
-def _nb_learner_reason(pb: _Problem) -> str | None:
-    """Why the NB-asymptotic correction does not hold for this learner and size (None: it holds)."""
+def _nb_learner_reason(pb: _Problem, gate: GateDecision | None = None) -> str | None:
+    """Why the NB-asymptotic correction does not hold for this learner, size and spectrum (None: it holds)."""
     lr = pb.lr
     why = "the Nadeau-Bengio correction assumes split statistics correlated about 1/2 under the null"
     if pb.multi:
@@ -600,7 +606,15 @@ def _nb_learner_reason(pb: _Problem) -> str | None:
     n_eff = _kish(pb.w, pb.x.shape[0])
     if n_eff < NB_MIN_N_EFF:
         return f"n_eff = {n_eff:.1f} < {NB_MIN_N_EFF:g}: {why}, which PLS's are only from about {NB_MIN_N_EFF:g} rows"
+    if gate is not None and GATE_MIN_STABLE_RANK <= gate.stable_rank < NB_MIN_STABLE_RANK:
+        return (
+            f"stable rank = {gate.stable_rank:.2f} < {NB_MIN_STABLE_RANK:g}: {why}, which PLS's are not when one "
+            "factor dominates X (the NB test would lose power)"
+        )
     return None
+
+
+GATE_MIN_STABLE_RANK = 3.0  # the design gate's own rule (thrifty-core nb::GATE_MIN_STABLE_RANK)
 
 
 def _kish(w: FloatArray | None, n: int) -> float:
@@ -858,7 +872,8 @@ def component_tests(
     if not isinstance(force, (bool, np.bool_)):
         raise TypeError(f"force must be a bool, got {type(force).__name__}")
     # the route is decided once on the undeflated X (every step is a one-component PLS1 test)
-    run, g, message = _resolve_route(method, bool(force), _gate(pb.xs, pb.w), _nb_learner_reason(pb))
+    g = _gate(pb.xs, pb.w)
+    run, g, message = _resolve_route(method, bool(force), g, _nb_learner_reason(pb, g))
     if message is not None:
         warnings.warn(message.replace("running the NB-permutation", "the whole sequence uses the NB-permutation"), GateWarning, stacklevel=2)
     trains = _draw_or_check_splits(pb, n_splits, splits)
