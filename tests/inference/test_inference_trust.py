@@ -184,6 +184,13 @@ def test_absurd_sizes_raise_before_allocating():
         component_tests(X, y, n_splits=10**12)
     with pytest.raises(ValueError, match="n_components"):
         subspace_test(X, y, n_components=10**15)
+    # the core refuses them too (no allocation-failure abort behind the Python checks)
+    from thrifty import _core
+
+    with pytest.raises(ValueError, match="n_splits"):
+        _core.inference_draw_splits(100, 1, 2**62, 0)
+    with pytest.raises(ValueError, match="more than can be allocated"):
+        _core.inference_permutation(2**62, 0, 0)
     a = subspace_test(X, y, method="nb-permutation", n_perm=30, n_splits=5, random_state=0, n_jobs=10**6)
     b = subspace_test(X, y, method="nb-permutation", n_perm=30, n_splits=5, random_state=0, n_jobs=1)
     assert a.pvalue == b.pvalue

@@ -10,6 +10,9 @@ use thrifty_core::inference::{
 use thrifty_core::threads::with_threads;
 use thrifty_core::ThriftyError;
 
+type Arr1<'py> = Bound<'py, PyArray1<f64>>;
+type Arr2<'py> = Bound<'py, PyArray2<f64>>;
+
 fn slice2<'a>(a: &'a PyReadonlyArray2<'_, f64>, name: &'static str) -> PyResult<(&'a [f64], usize, usize)> {
     let shape = a.shape();
     let s = a
@@ -109,8 +112,9 @@ fn inference_draw_splits<'py>(
 
 /// Permutation `b` of 0..n as the core draws it.
 #[pyfunction]
-fn inference_permutation<'py>(py: Python<'py>, n: usize, seed: u64, b: u64) -> Bound<'py, PyArray1<i64>> {
-    PyArray1::from_vec(py, perm::permutation(n, seed, b).into_iter().map(|i| i as i64).collect())
+fn inference_permutation<'py>(py: Python<'py>, n: usize, seed: u64, b: u64) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    nb::check_budget("n", n, 1).py()?;
+    Ok(PyArray1::from_vec(py, perm::permutation(n, seed, b).into_iter().map(|i| i as i64).collect()))
 }
 
 #[pyfunction]
@@ -290,7 +294,7 @@ fn inference_deflate<'py>(
     y: PyReadonlyArray1<'py, f64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     n_components: usize,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<(Arr2<'py>, Arr1<'py>)> {
     let (xs, n, p) = slice2(&x, "X")?;
     let ys = slice1(&y, "y")?;
     let ws = opt_slice1(&sample_weight, "sample_weight")?;
@@ -373,7 +377,7 @@ fn inference_varimax<'py>(
     normalize: bool,
     max_iter: usize,
     tol: f64,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, f64, usize, bool)> {
+) -> PyResult<(Arr2<'py>, Arr2<'py>, f64, usize, bool)> {
     let (l, p, k) = slice2(&loadings, "loadings")?;
     let v = py.detach(|| varimax::varimax(l, p, k, normalize, max_iter, tol)).py()?;
     Ok((mat(py, v.rotated, p, k)?, mat(py, v.rotation, k, k)?, v.criterion, v.n_iter, v.converged))

@@ -214,6 +214,7 @@ pub fn cv_permutation_cancellable(
     pooled: bool,
     cancel: &AtomicBool,
 ) -> Result<(f64, Vec<f64>)> {
+    crate::inference::nb::check_budget("n_perm", count, 1)?;
     let f = folds(data.n, n_folds, seed)?;
     for fold in 0..n_folds {
         let n_tr = f.iter().filter(|&&v| v != fold).count();

@@ -32,6 +32,8 @@ pub fn draw_splits(n: usize, k: usize, n_splits: usize, seed: u64) -> Result<Vec
         return Err(ThriftyError::invalid("n_splits", "must be at least 2"));
     }
     let (n_tr, _) = split_sizes(n, k)?;
+    // the splits hold n_splits * n indices: refuse a size that cannot be allocated instead of aborting
+    check_budget("n_splits", n_splits, n)?;
     Ok((0..n_splits)
         .map(|j| {
             let mut r = rng::stream(seed, j as u64);
@@ -47,6 +49,25 @@ pub fn draw_splits(n: usize, k: usize, n_splits: usize, seed: u64) -> Result<Vec
             Split { train, test }
         })
         .collect())
+}
+
+/// Largest number of 8-byte entries one call of the inference core allocates for per-split or
+/// per-permutation index and response copies (2^34 entries, 128 GiB). Larger user-chosen sizes are an
+/// `InvalidArgument` naming the argument, never Rust's allocation-failure abort.
+pub const MAX_ENTRIES: usize = 1 << 34;
+
+/// `Err(InvalidArgument)` naming `arg` unless `count * per_item` entries stay within [`MAX_ENTRIES`]
+/// and can be reserved.
+pub fn check_budget(arg: &'static str, count: usize, per_item: usize) -> Result<()> {
+    let total = count.checked_mul(per_item.max(1)).filter(|&t| t <= MAX_ENTRIES);
+    let fits = total.is_some_and(|t| Vec::<u64>::new().try_reserve_exact(t).is_ok());
+    if !fits {
+        return Err(ThriftyError::invalid(
+            arg,
+            format!("{count} needs {count} x {per_item} entries, more than can be allocated"),
+        ));
+    }
+    Ok(())
 }
 
 /// Build splits from user train-index arrays (test = complement), validating them.

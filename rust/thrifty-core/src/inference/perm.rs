@@ -79,6 +79,8 @@ pub fn nb_permutation_null_cancellable(
         return Err(ThriftyError::invalid("splits", "need at least 2 splits"));
     }
     let n = data.n;
+    // permuted index and response copies: count * n entries each
+    crate::inference::nb::check_budget("n_perm", count, 2 * n)?;
     let perms: Vec<Vec<usize>> = (0..count).map(|b| permutation(n, seed, start + b as u64)).collect();
     let ys: Vec<Vec<f64>> = perms.iter().map(|pi| pi.iter().map(|&i| data.y[i]).collect()).collect();
     let standardize = spec.learner.standardizes();

@@ -293,3 +293,19 @@ fn pls_fit_stops_like_sklearn_when_the_y_residual_vanishes() {
     assert!(fit.coef.iter().all(|c| c.is_finite()));
     assert!(pls_fit(&data, 9).is_err()); // scikit-learn's bound min(n, p)
 }
+
+#[test]
+fn absurd_sizes_are_errors_not_aborts() {
+    use super::nb::check_budget;
+    assert!(draw_splits(100, 1, usize::MAX / 2, 0).is_err());
+    assert!(draw_splits(1 << 20, 1, 1 << 20, 0).is_err());
+    assert!(check_budget("n_perm", usize::MAX, 3).is_err());
+    assert!(check_budget("n_perm", 1000, 1000).is_ok());
+    let (n, p) = (30, 3);
+    let (x, y) = problem(n, p, 1, 0.5);
+    let data = Data::new(&x, n, p, &y, None).unwrap();
+    let sp = draw_splits(n, 1, 3, 0).unwrap();
+    let e = nb_permutation_null(&data, &spec(Learner::Pls, 1), &sp, 1, 0, usize::MAX / 4, Route::Auto).unwrap_err();
+    assert!(e.to_string().starts_with("n_perm"));
+    assert!(cv_permutation(&data, &spec(Learner::Pls, 1), 5, 3, 0, usize::MAX, true).is_err());
+}
