@@ -49,9 +49,61 @@ def kmeans_inertia(
 
 # ---- inference (thrifty.inference) -------------------------------------------------------------
 
+from typing import TypedDict
+
 _F1 = npt.NDArray[np.float64]
 _F2 = npt.NDArray[np.float64]
 _I1 = npt.NDArray[np.int64]
+
+class NbTestDict(TypedDict):
+    z_mean: float
+    z_sd: float
+    se: float
+    statistic: float
+    t: float
+    df: float
+    p_value: float
+    rho_hat: float
+    ci_low: float
+    ci_high: float
+
+class GateDict(TypedDict):
+    n_eff: float
+    stable_rank: float
+    n_columns: int
+    reroute: bool
+    reasons: list[str]
+
+class PlsFitDict(TypedDict):
+    coef: _F1
+    intercept: float
+    x_weights: _F2
+    x_loadings: _F2
+    x_rotations: _F2
+    y_loadings: _F1
+    x_mean: _F1
+    x_std: _F1
+    y_mean: float
+    y_std: float
+    n_components_fitted: int
+
+class Pls2FitDict(TypedDict):
+    coef: _F2
+    intercept: _F1
+    x_weights: _F2
+    x_loadings: _F2
+    x_rotations: _F2
+    y_loadings: _F2
+    x_mean: _F1
+    x_std: _F1
+    n_components_fitted: int
+
+class JackknifeDict(TypedDict):
+    coef: _F1
+    se: _F1
+    t: _F1
+    p_values: _F1
+    df: float
 
 def inference_draw_splits(n: int, n_components: int, n_splits: int, seed: int) -> list[_I1]: ...
 def inference_permutation(n: int, seed: int, b: int) -> _I1: ...
@@ -87,10 +139,10 @@ def inference_nb_permutation(
     refit: bool = False,
     n_jobs: int | None = None,
 ) -> _F1: ...
-def inference_nb_test(r: _F1, ratio: float, n_test: float | None, level: float = 0.95) -> dict[str, float]: ...
+def inference_nb_test(r: _F1, ratio: float, n_test: float | None, level: float = 0.95) -> NbTestDict: ...
 def inference_mean_z(r: _F1) -> float: ...
-def inference_gate(x: _F2, sample_weight: _F1 | None = None) -> dict[str, Any]: ...
-def inference_pls_fit(x: _F2, y: _F1, sample_weight: _F1 | None, n_components: int) -> dict[str, Any]: ...
+def inference_gate(x: _F2, sample_weight: _F1 | None = None) -> GateDict: ...
+def inference_pls_fit(x: _F2, y: _F1, sample_weight: _F1 | None, n_components: int) -> PlsFitDict: ...
 def inference_deflate(x: _F2, y: _F1, sample_weight: _F1 | None, n_components: int) -> tuple[_F2, _F1]: ...
 def inference_cv_permutation(
     x: _F2,
@@ -110,14 +162,14 @@ def inference_cv_permutation(
 ) -> tuple[float, _F1]: ...
 def inference_jackknife(
     x: _F2, y: _F1, sample_weight: _F1 | None, n_components: int, n_segments: int, seed: int, n_jobs: int | None = None
-) -> dict[str, Any]: ...
+) -> JackknifeDict: ...
 def inference_varimax(
     loadings: _F2, normalize: bool = True, max_iter: int = 500, tol: float = 1e-10
-) -> tuple[_F2, _F2, float, int]: ...
+) -> tuple[_F2, _F2, float, int, bool]: ...
 def inference_pls2_split_correlations(
     x: _F2, y: _F2, sample_weight: _F1 | None, n_components: int, train: list[_I1], n_jobs: int | None = None
 ) -> _F1: ...
-def inference_pls2_fit(x: _F2, y: _F2, sample_weight: _F1 | None, n_components: int) -> dict[str, Any]: ...
+def inference_pls2_fit(x: _F2, y: _F2, sample_weight: _F1 | None, n_components: int) -> Pls2FitDict: ...
 def inference_t_sf(t: float, df: float) -> float: ...
 def inference_norm_ppf(q: float) -> float: ...
 

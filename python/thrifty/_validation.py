@@ -5,14 +5,15 @@ Python validates for friendly messages; the Rust core validates again for safety
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-RandomState = Union[None, int, np.random.Generator, np.random.RandomState]
+RandomState = None | int | np.random.Generator | np.random.RandomState
 
 _SEED_BOUND = 2**63 - 1
 
@@ -103,3 +104,66 @@ def check_finite_vector(a: Any, name: str, length: int | None = None) -> npt.NDA
     if not np.isfinite(out).all():
         raise ValueError(f"{name} contains NaN or infinity")
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# inference helpers (thrifty.inference): scalar checks that name the argument, allocation budgets,
+# the inference n_jobs cap and exact power-of-two rescaling for badly scaled data
+
+
+def check_int(value: Any, name: str, minimum: int) -> int:
+    """Return ``value`` as an int ``>= minimum``; ``TypeError``/``ValueError`` naming ``name`` otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {int(value)}")
+    return int(value)
+
+
+def check_float(value: Any, name: str, low: float, high: float, *, open_low: bool = True) -> float:
+    """Return ``value`` as a finite float in ``(low, high)`` (``[low, high)`` with ``open_low=False``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    ok = (v > low if open_low else v >= low) and v < high
+    if not (math.isfinite(v) and ok):
+        lo = f"{name} > {low:g}" if open_low else f"{name} >= {low:g}"
+        hi = "" if high == math.inf else f" and {name} < {high:g}"
+        raise ValueError(f"{name} must satisfy {lo}{hi}, got {v}")
+    return v
+
+
+def _physical_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 1 << 40
+
+
+def check_allocation(name: str, count: int, bytes_each: int) -> None:
+    """Refuse (``ValueError`` naming ``name``) a size whose arrays would not fit in physical memory,
+    before anything is allocated."""
+    need = count * bytes_each
+    have = _physical_memory()
+    if need > have:
+        raise ValueError(
+            f"{name}={count} needs about {need / 2**30:.3g} GiB, more than this machine's memory "
+            f"({have / 2**30:.3g} GiB)"
+        )
+
+
+def check_inference_n_jobs(n_jobs: Any) -> int | None:
+    """:func:`check_n_jobs` capped at the CPU count (more threads than cores only slows the core)."""
+    jobs = check_n_jobs(n_jobs)
+    if jobs is None:
+        return None
+    return min(jobs, os.cpu_count() or 1)
+
+
+def power_of_two_scale(a: npt.NDArray[np.float64], axis: int | None = None) -> npt.NDArray[np.float64]:
+    """Exponents e (per column with ``axis=0``, one for the array with ``axis=None``) such that
+    ``a * 2.0**-e`` has max |value| in [0.5, 1): an exact rescaling that keeps sums of squares of
+    1e±150-scaled data away from overflow and underflow. 0 where the values are all 0."""
+    m = np.max(np.abs(a), axis=axis) if a.size else np.zeros(() if axis is None else a.shape[1 - axis])
+    _, e = np.frexp(m)
+    return np.asarray(e, dtype=np.float64)

@@ -77,7 +77,7 @@ def nb_statistic(r, n_train, n_test, level=0.95):
     ci = (np.tanh(zbar - zc * se), np.tanh(zbar + zc * se))
     nte = np.mean(n_test)
     rho = np.clip(1 - sz**2 * (nte - 3), 0, 1)
-    return dict(statistic=np.tanh(zbar), t=t, df=df, p=p, ci=ci, rho_hat=rho, z_mean=zbar, se=se)
+    return {"statistic": np.tanh(zbar), "t": t, "df": df, "p": p, "ci": ci, "rho_hat": rho, "z_mean": zbar, "se": se}
 
 
 def heldout_r_pls2(X, Y, train, k):

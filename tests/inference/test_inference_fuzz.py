@@ -8,8 +8,13 @@ import warnings
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from thrifty.inference import PLSInference, check_gate, component_tests, subspace_test, varimax
+from thrifty.inference import (
+    PLSInference,
+    check_gate,
+    component_tests,
+    subspace_test,
+    varimax,
+)
 
 FUZZ = settings(max_examples=60, deadline=None)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from thrifty.inference import subspace_test, varimax
 
 SET = settings(max_examples=25, deadline=None)
@@ -53,7 +52,7 @@ def test_varimax_rotation_leaves_pls_test_unchanged(seed, k):
     np.testing.assert_allclose(s.r, s2.r, atol=1e-10)
 
 
-from inference_invariance_ref import criterion, reference_varimax  # noqa: E402
+from inference_invariance_ref import criterion, reference_varimax
 
 
 @SET

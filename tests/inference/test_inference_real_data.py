@@ -7,9 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-
-from thrifty.inference import GateWarning, PLSInference, subspace_test
-from thrifty.inference import datasets
+from thrifty.inference import GateWarning, PLSInference, datasets, subspace_test
 
 
 def _load(fn):

@@ -16,21 +16,32 @@ built-in baselines, the per-component fixed-sequence test and varimax rotation.
 from thrifty.inference._api import (
     ConstantColumnWarning,
     GateWarning,
+    UndefinedSplitWarning,
     check_gate,
     component_tests,
     subspace_test,
     varimax,
 )
 from thrifty.inference._estimator import PLSInference
-from thrifty.inference._results import ComponentTestsResult, GateDecision, SubspaceTestResult, VarimaxResult
+from thrifty.inference._results import (
+    BaselineResult,
+    ComponentTestsResult,
+    ConfidenceInterval,
+    GateDecision,
+    SubspaceTestResult,
+    VarimaxResult,
+)
 
 __all__ = [
+    "BaselineResult",
     "ComponentTestsResult",
+    "ConfidenceInterval",
     "ConstantColumnWarning",
     "GateDecision",
     "GateWarning",
     "PLSInference",
     "SubspaceTestResult",
+    "UndefinedSplitWarning",
     "VarimaxResult",
     "check_gate",
     "component_tests",

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    RegressorMixin,
+    TransformerMixin,
+)
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from thrifty import _core
-from thrifty._validation import RandomState
-from thrifty.inference._api import subspace_test
+from thrifty._validation import RandomState, check_int, power_of_two_scale
+from thrifty.inference._api import test_problem
+from thrifty.inference._results import BaselineResult, FloatArray, SubspaceTestResult
 
 
-class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
+class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
     """PLS1 regression with a held-out test of its supervised subspace.
 
     ``fit`` fits PLS1 on all rows (X and y standardised with population SD; the coefficients equal
@@ -39,11 +46,15 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,) or (n_features, n_targets)
-        Coefficients in original units (PLS1 for a 1-D y, PLS2 for a multi-column y).
-    intercept_ : float or ndarray of shape (n_targets,)
+    coef_ : ndarray of shape (n_targets, n_features)
+        Coefficients in original units (PLS1 for a 1-D y, PLS2 for a multi-column y), laid out as
+        scikit-learn's ``PLSRegression.coef_``; ``predict(X) = X @ coef_.T + intercept_``.
+    intercept_ : ndarray of shape (n_targets,)
     x_weights_, x_loadings_, x_rotations_ : ndarray of shape (n_features, n_components)
-    y_loadings_ : ndarray of shape (n_components,) or (n_targets, n_components)
+    y_loadings_ : ndarray of shape (n_targets, n_components)
+    n_components_fitted_ : int
+        Components actually extracted: fewer than ``n_components`` when the y residual vanishes
+        first (the rest are zero, as in scikit-learn, with a warning).
     x_mean_, x_std_ : ndarray of shape (n_features,)
         Standardisation moments (population SD; 0 marks a constant column, which drops out).
     test_ : SubspaceTestResult or None
@@ -58,7 +69,7 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(120, 15)); y = X[:, 0] + 0.5 * rng.normal(size=120)
     >>> pipe = make_pipeline(FunctionTransformer(), PLSInference(random_state=0)).fit(X, y)
-    >>> pipe[-1].test_.p_value < 0.001
+    >>> pipe[-1].test_.pvalue < 0.001
     True
     """
 
@@ -84,8 +95,8 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
         self.n_jobs = n_jobs
         self.progress = progress
 
-    def fit(self, X: npt.ArrayLike, y: npt.ArrayLike, sample_weight: npt.ArrayLike | None = None) -> "PLSInference":
-        """Fit PLS1 on (X, y) and, if ``test``, test the subspace.
+    def fit(self, X: npt.ArrayLike, y: npt.ArrayLike, sample_weight: npt.ArrayLike | None = None) -> PLSInference:
+        """Fit PLS1 (PLS2 for a multi-column y) on (X, y) and, if ``test``, test the subspace.
 
         Parameters
         ----------
@@ -100,21 +111,20 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
         Raises
         ------
         ValueError
-            Invalid input (NaN/inf, constant y, too few samples for ``n_components``...).
+            Invalid input (NaN/inf, constant y, ``n_components`` outside [1, n_features]...).
         """
         x, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=True, order="C", multi_output=True)
         yv = np.ascontiguousarray(yv, dtype=np.float64)
+        self._predict_1d = yv.ndim == 1
         if yv.ndim == 2 and yv.shape[1] == 1:
             yv = np.ascontiguousarray(yv[:, 0])
         multi = yv.ndim == 2
-        if isinstance(self.n_components, (bool, np.bool_)) or not isinstance(self.n_components, (int, np.integer)):
-            raise TypeError(f"n_components must be an int, got {type(self.n_components).__name__}")
-        k = int(self.n_components)
+        k = check_int(self.n_components, "n_components", 1)
         n, p = x.shape
         if n < 2:
             raise ValueError(f"PLSInference needs at least 2 samples, got n_samples = {n}")
-        if k < 1 or k > min(p, n - 1):
-            raise ValueError(f"n_components must be in [1, min(n_samples - 1, n_features)] = [1, {min(p, n - 1)}], got {k}")
+        if k > min(n, p):  # scikit-learn's PLSRegression bound
+            raise ValueError(f"n_components must be in [1, min(n_samples, n_features)] = [1, {min(n, p)}], got {k}")
         if np.all(np.ptp(yv, axis=0) == 0.0):
             raise ValueError("y is constant (zero variance); there is nothing to predict")
         w = None
@@ -126,33 +136,65 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
                 raise ValueError("sample_weight must be finite and non-negative")
             if not w.sum() > 0:
                 raise ValueError("sample_weight: all weights are zero; at least one weight must be non-zero")
-        if multi:
-            fit = _core.inference_pls2_fit(x, yv, w, k)
-            self.intercept_: float | npt.NDArray[np.float64] = np.asarray(fit["intercept"])
-        else:
-            fit = _core.inference_pls_fit(x, yv, w, k)
-            self.intercept_ = float(fit["intercept"])
-        self.coef_ = np.asarray(fit["coef"])
+        self._fit_pls(x, yv, w, k, multi)
+        self.test_ = None
+        if self.test:
+            self.test_ = self._run_test(x, yv, w, k)
+        return self
+
+    def _fit_pls(self, x: FloatArray, yv: FloatArray, w: FloatArray | None, k: int, multi: bool) -> None:
+        """The full-data fit in scikit-learn's attribute layout. The data reach the core rescaled
+        exactly by powers of two (per column), so 1e±150-scaled inputs neither overflow nor underflow;
+        the moments and coefficients are scaled back."""
+        ex = power_of_two_scale(x, 0)
+        ey = power_of_two_scale(yv, 0 if multi else None)
+        xs = np.ascontiguousarray(np.ldexp(x, -ex.astype(np.int64)))
+        ys = np.ascontiguousarray(np.ldexp(yv, -np.asarray(ey).astype(np.int64)))
+        fit = (_core.inference_pls2_fit if multi else _core.inference_pls_fit)(xs, ys, w, k)
+        n_eff = int(fit["n_components_fitted"])
+        if n_eff < k:
+            warnings.warn(
+                f"y residual is constant after {n_eff} components: the last {k - n_eff} of n_components={k} are "
+                "zero (as scikit-learn's PLSRegression leaves them)",
+                UserWarning,
+                stacklevel=3,
+            )
+        coef = np.asarray(fit["coef"]).reshape(x.shape[1], -1)  # (p, m) in the rescaled units
+        scale = np.ldexp(1.0, (np.atleast_1d(ey)[None, :] - ex[:, None]).astype(np.int64))
+        self.coef_ = np.ascontiguousarray((coef * scale).T)  # (n_targets, n_features), as scikit-learn
+        x_mean = np.ldexp(np.asarray(fit["x_mean"]), ex.astype(np.int64))
+        self.intercept_ = np.atleast_1d(np.ldexp(np.asarray(fit["intercept"], dtype=np.float64), np.asarray(ey).astype(np.int64)))
         self.x_weights_ = np.asarray(fit["x_weights"])
         self.x_loadings_ = np.asarray(fit["x_loadings"])
         self.x_rotations_ = np.asarray(fit["x_rotations"])
-        self.y_loadings_ = np.asarray(fit["y_loadings"])
-        self.x_mean_ = np.asarray(fit["x_mean"])
-        self.x_std_ = np.asarray(fit["x_std"])
-        self.test_ = None
-        if self.test:
-            self.test_ = subspace_test(
-                x, yv, k, "pls", self.method, n_splits=self.n_splits, n_perm=self.n_perm,  # type: ignore[arg-type]
-                sample_weight=w, force=self.force, random_state=self.random_state, n_jobs=self.n_jobs,
-                progress=self.progress,
+        self.y_loadings_ = np.asarray(fit["y_loadings"]).reshape(-1, k)  # (n_targets, n_components)
+        self.x_mean_ = x_mean
+        self.x_std_ = np.ldexp(np.asarray(fit["x_std"]), ex.astype(np.int64))
+        self.n_components_fitted_ = n_eff
+        self._n_features_out = k
+
+    def _run_test(
+        self, x: FloatArray, yv: FloatArray, w: FloatArray | None, k: int
+    ) -> SubspaceTestResult | BaselineResult | None:
+        """The subspace test of the fitted number of components (the steps of ``subspace_test``)."""
+        if x.shape[0] < k + 5:
+            warnings.warn(
+                f"the subspace test needs n_samples >= n_components + 5 = {k + 5}; test_ is None",
+                UserWarning,
+                stacklevel=3,
             )
-        return self
+            return None
+        return test_problem(
+            x, yv, k, "pls", w, self.method, self.n_splits, self.n_perm, self.force, self.random_state,
+            self.n_jobs, self.progress,
+        )
 
     def predict(self, X: npt.ArrayLike) -> npt.NDArray[np.float64]:
-        """Predict y, shape (n_samples,) or (n_samples, n_targets)."""
+        """Predict y: shape (n_samples,) for a 1-D y, (n_samples, n_targets) for a 2-D y."""
         check_is_fitted(self)
         x = validate_data(self, X, dtype=np.float64, reset=False)
-        return np.asarray(x @ self.coef_ + self.intercept_, dtype=np.float64)
+        out = np.asarray(x @ self.coef_.T + self.intercept_, dtype=np.float64)
+        return out.ravel() if self._predict_1d else out
 
     def transform(self, X: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """PLS scores ``((X - x_mean_) / x_std_) @ x_rotations_``, shape (n_samples, n_components)."""
@@ -160,6 +202,10 @@ class PLSInference(TransformerMixin, RegressorMixin, BaseEstimator):  # type: ig
         x = validate_data(self, X, dtype=np.float64, reset=False)
         scale = np.where(self.x_std_ > 0, self.x_std_, np.inf)
         return np.asarray(((x - self.x_mean_) / scale) @ self.x_rotations_, dtype=np.float64)
+
+    def get_feature_names_out(self, input_features: Any = None) -> npt.NDArray[np.object_]:
+        """Output names ``plsinference0 ... plsinference{k-1}`` of :meth:`transform` (enables ``set_output``)."""
+        return super().get_feature_names_out(input_features)  # type: ignore[no-any-return]
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

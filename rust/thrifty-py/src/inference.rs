@@ -3,12 +3,15 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArra
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::CoreResultExt;
+use crate::errors::{detach_interruptible, CoreResultExt};
 use thrifty_core::inference::{
     baselines, fit::Data, nb, perm, varimax, Learner, Rotation, Route, Spec,
 };
 use thrifty_core::threads::with_threads;
 use thrifty_core::ThriftyError;
+
+type Arr1<'py> = Bound<'py, PyArray1<f64>>;
+type Arr2<'py> = Bound<'py, PyArray2<f64>>;
 
 fn slice2<'a>(a: &'a PyReadonlyArray2<'_, f64>, name: &'static str) -> PyResult<(&'a [f64], usize, usize)> {
     let shape = a.shape();
@@ -91,10 +94,6 @@ fn train_lists(train: Vec<PyReadonlyArray1<'_, i64>>) -> PyResult<Vec<Vec<i64>>>
         .collect()
 }
 
-fn n_jobs_opt(n_jobs: Option<usize>) -> Option<usize> {
-    n_jobs
-}
-
 /// Train-index arrays of `n_splits` random balanced splits.
 #[pyfunction]
 fn inference_draw_splits<'py>(
@@ -113,8 +112,9 @@ fn inference_draw_splits<'py>(
 
 /// Permutation `b` of 0..n as the core draws it.
 #[pyfunction]
-fn inference_permutation<'py>(py: Python<'py>, n: usize, seed: u64, b: u64) -> Bound<'py, PyArray1<i64>> {
-    PyArray1::from_vec(py, perm::permutation(n, seed, b).into_iter().map(|i| i as i64).collect())
+fn inference_permutation<'py>(py: Python<'py>, n: usize, seed: u64, b: u64) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    nb::check_budget("n", n, 1).py()?;
+    Ok(PyArray1::from_vec(py, perm::permutation(n, seed, b).into_iter().map(|i| i as i64).collect()))
 }
 
 #[pyfunction]
@@ -140,12 +140,12 @@ fn inference_split_correlations<'py>(
     let ys = slice1(&y, "y")?;
     let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let trains = train_lists(train)?;
-    let r = py.detach(|| -> thrifty_core::Result<Vec<f64>> {
+    let r = detach_interruptible(py, |cancel| -> thrifty_core::Result<Vec<f64>> {
         let data = Data::new(xs, n, p, ys, ws)?;
         let splits = nb::splits_from_train(n, n_components, &trains)?;
-        with_threads(n_jobs_opt(n_jobs), || nb::split_correlations(&data, &spec, &splits, ys))?
-    });
-    Ok(PyArray1::from_vec(py, r.py()?))
+        with_threads(n_jobs, || nb::split_correlations_cancellable(&data, &spec, &splits, ys, cancel))?
+    })?;
+    Ok(PyArray1::from_vec(py, r))
 }
 
 #[pyfunction]
@@ -176,12 +176,14 @@ fn inference_nb_permutation<'py>(
     let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let trains = train_lists(train)?;
     let route = if refit { Route::Refit } else { Route::Auto };
-    let z = py.detach(|| -> thrifty_core::Result<Vec<f64>> {
+    let z = detach_interruptible(py, |cancel| -> thrifty_core::Result<Vec<f64>> {
         let data = Data::new(xs, n, p, ys, ws)?;
         let splits = nb::splits_from_train(n, n_components, &trains)?;
-        with_threads(n_jobs, || perm::nb_permutation_null(&data, &spec, &splits, seed, start, count, route))?
-    });
-    Ok(PyArray1::from_vec(py, z.py()?))
+        with_threads(n_jobs, || {
+            perm::nb_permutation_null_cancellable(&data, &spec, &splits, seed, start, count, route, cancel)
+        })?
+    })?;
+    Ok(PyArray1::from_vec(py, z))
 }
 
 /// NB-asymptotic test on per-split r. `n_test` (mean test size) enables ρ̂ (unweighted only).
@@ -280,6 +282,7 @@ fn inference_pls_fit<'py>(
     d.set_item("x_std", PyArray1::from_vec(py, f.x_std))?;
     d.set_item("y_mean", f.y_mean)?;
     d.set_item("y_std", f.y_std)?;
+    d.set_item("n_components_fitted", f.n_fitted)?;
     Ok(d)
 }
 
@@ -291,7 +294,7 @@ fn inference_deflate<'py>(
     y: PyReadonlyArray1<'py, f64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     n_components: usize,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<(Arr2<'py>, Arr1<'py>)> {
     let (xs, n, p) = slice2(&x, "X")?;
     let ys = slice1(&y, "y")?;
     let ws = opt_slice1(&sample_weight, "sample_weight")?;
@@ -327,11 +330,12 @@ fn inference_cv_permutation<'py>(
     let (xs, n, p) = slice2(&x, "X")?;
     let ys = slice1(&y, "y")?;
     let ws = opt_slice1(&sample_weight, "sample_weight")?;
-    let out = py.detach(|| -> thrifty_core::Result<(f64, Vec<f64>)> {
+    let (obs, null) = detach_interruptible(py, |cancel| -> thrifty_core::Result<(f64, Vec<f64>)> {
         let data = Data::new(xs, n, p, ys, ws)?;
-        with_threads(n_jobs, || baselines::cv_permutation(&data, &spec, n_folds, seed, start, count, pooled))?
-    });
-    let (obs, null) = out.py()?;
+        with_threads(n_jobs, || {
+            baselines::cv_permutation_cancellable(&data, &spec, n_folds, seed, start, count, pooled, cancel)
+        })?
+    })?;
     Ok((obs, PyArray1::from_vec(py, null)))
 }
 
@@ -373,10 +377,10 @@ fn inference_varimax<'py>(
     normalize: bool,
     max_iter: usize,
     tol: f64,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, f64, usize)> {
+) -> PyResult<(Arr2<'py>, Arr2<'py>, f64, usize, bool)> {
     let (l, p, k) = slice2(&loadings, "loadings")?;
     let v = py.detach(|| varimax::varimax(l, p, k, normalize, max_iter, tol)).py()?;
-    Ok((mat(py, v.rotated, p, k)?, mat(py, v.rotation, k, k)?, v.criterion, v.n_iter))
+    Ok((mat(py, v.rotated, p, k)?, mat(py, v.rotation, k, k)?, v.criterion, v.n_iter, v.converged))
 }
 
 /// PLS2 held-out r per split for a multi-column response `y` (n×m).
@@ -442,6 +446,7 @@ fn inference_pls2_fit<'py>(
     d.set_item("y_loadings", mat(py, f.y_loadings, m, k)?)?;
     d.set_item("x_mean", PyArray1::from_vec(py, f.x_mean))?;
     d.set_item("x_std", PyArray1::from_vec(py, f.x_std))?;
+    d.set_item("n_components_fitted", f.n_fitted)?;
     Ok(d)
 }
 

@@ -2,9 +2,10 @@
 //! per-component sequence, and the baselines: CV-permutation-Q² (pooled K-fold Q², permuted y),
 //! scikit-learn-style permutation score (mean fold R²), and the jackknife t of R's `pls`.
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
-use crate::inference::fit::{fit_coef, nipals, prepare, train_response, Data, Prepared, Spec};
+use crate::inference::fit::{fit_coef, nipals, nipals_upto, prepare, train_response, Data, Prepared, Spec};
 use crate::inference::perm::permutation;
 use crate::inference::special::t_sf;
 use crate::rng;
@@ -28,6 +29,8 @@ pub struct PlsFit {
     pub x_std: Vec<f64>,
     pub y_mean: f64,
     pub y_std: f64,
+    /// Components extracted (< k when the y residual vanished first; the rest are zero).
+    pub n_fitted: usize,
 }
 
 fn to_row_major(cols: &[Vec<f64>], p: usize) -> Vec<f64> {
@@ -52,10 +55,11 @@ fn y_moments(prep: &Prepared, y: &[f64]) -> (f64, f64) {
 
 pub fn pls_fit(data: &Data<'_>, k: usize) -> Result<PlsFit> {
     let p = data.p;
-    if k == 0 || k > p.min(data.n - 1) {
+    let bound = p.min(data.n); // scikit-learn's PLSRegression bound (rank of XᵀX at most min(n, p))
+    if k == 0 || k > bound {
         return Err(ThriftyError::invalid(
             "n_components",
-            format!("must be in [1, min(n_samples - 1, n_features)] = [1, {}], got {k}", p.min(data.n - 1)),
+            format!("must be in [1, min(n_samples, n_features)] = [1, {bound}], got {k}"),
         ));
     }
     let all: Vec<usize> = (0..data.n).collect();
@@ -64,9 +68,18 @@ pub fn pls_fit(data: &Data<'_>, k: usize) -> Result<PlsFit> {
     let (y_mean, y_std) = y_moments(&prep, data.y);
     let mut x = std::mem::take(&mut prep.xs_tr); // NIPALS deflates in place; the copy is not needed again
     let mut y = ytr;
-    let fit = nipals(&mut x, &mut y, data.n, p, k, true)?;
+    // as scikit-learn's PLSRegression: components stop when the y residual vanishes (the rest are 0)
+    let mut fit = nipals_upto(&mut x, &mut y, data.n, p, k, true, true)?;
+    let n_fitted = fit.q.len();
     let rot = fit.rotations();
     let coef_std = fit.coef();
+    let mut rot = rot;
+    for _ in n_fitted..k {
+        fit.w.push(vec![0.0; p]);
+        fit.p.push(vec![0.0; p]);
+        fit.q.push(0.0);
+        rot.push(vec![0.0; p]);
+    }
     let coef: Vec<f64> = (0..p).map(|j| coef_std[j] * y_std / prep.scale[j]).collect();
     let intercept = y_mean - (0..p).map(|j| prep.mean[j] * coef[j]).sum::<f64>();
     let x_std: Vec<f64> = prep.scale.iter().map(|&s| if s.is_finite() { s } else { 0.0 }).collect();
@@ -83,6 +96,7 @@ pub fn pls_fit(data: &Data<'_>, k: usize) -> Result<PlsFit> {
         x_std,
         y_mean,
         y_std,
+        n_fitted,
     })
 }
 
@@ -184,6 +198,23 @@ pub fn cv_permutation(
     count: usize,
     pooled: bool,
 ) -> Result<(f64, Vec<f64>)> {
+    cv_permutation_cancellable(data, spec, n_folds, seed, start, count, pooled, &AtomicBool::new(false))
+}
+
+/// [`cv_permutation`] that stops with `Err(Interrupted)` soon after `cancel` is raised (checked per
+/// permutation).
+#[allow(clippy::too_many_arguments)]
+pub fn cv_permutation_cancellable(
+    data: &Data<'_>,
+    spec: &Spec,
+    n_folds: usize,
+    seed: u64,
+    start: u64,
+    count: usize,
+    pooled: bool,
+    cancel: &AtomicBool,
+) -> Result<(f64, Vec<f64>)> {
+    crate::inference::nb::check_budget("n_perm", count, 1)?;
     let f = folds(data.n, n_folds, seed)?;
     for fold in 0..n_folds {
         let n_tr = f.iter().filter(|&&v| v != fold).count();
@@ -208,6 +239,9 @@ pub fn cv_permutation(
     let null: Vec<f64> = (0..count)
         .into_par_iter()
         .map(|b| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(ThriftyError::Interrupted);
+            }
             let pi = permutation(data.n, seed, start + b as u64);
             let yp: Vec<f64> = pi.iter().map(|&i| data.y[i]).collect();
             cv_score(spec, &preps, &yp, data.w, pooled)

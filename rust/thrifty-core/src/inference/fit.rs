@@ -301,7 +301,7 @@ pub fn pls1_split_r(data: &Data<'_>, train: &[usize], test: &[usize], y: &[f64])
     let my = train.iter().map(|&i| w_of(i) * y[i]).sum::<f64>() * inv;
     let vy = train.iter().map(|&i| w_of(i) * (y[i] - my).powi(2)).sum::<f64>() * inv;
     if is_constant(my, vy.sqrt()) {
-        return Ok(0.0);
+        return Ok(f64::NAN); // y is constant on the train part: r is undefined
     }
     let shift = &data.x[train[0] * p..(train[0] + 1) * p];
     let (mut s1, mut s2, mut g) = (vec![0.0; p], vec![0.0; p], vec![0.0; p]);
@@ -406,7 +406,7 @@ pub fn train_response(prep: &Prepared, y: &[f64]) -> Option<Vec<f64>> {
     Some(prep.train.iter().zip(&prep.sw_tr).map(|(&i, s)| s * (y[i] - m) / sd).collect())
 }
 
-/// Weighted Pearson correlation; 0 when either vector is (numerically) constant.
+/// Weighted Pearson correlation; NaN (undefined) when either vector is (numerically) constant.
 pub fn wcorr(a: &[f64], b: &[f64], w: &[f64]) -> f64 {
     let sw: f64 = w.iter().sum();
     let ma = a.iter().zip(w).map(|(x, w)| w * x).sum::<f64>() / sw;
@@ -421,7 +421,7 @@ pub fn wcorr(a: &[f64], b: &[f64], w: &[f64]) -> f64 {
         rbb += w[i] * b[i] * b[i];
     }
     if !(saa > 1e-15 * raa) || !(sbb > 1e-15 * rbb) || saa == 0.0 || sbb == 0.0 {
-        return 0.0;
+        return f64::NAN;
     }
     (sab / (saa.sqrt() * sbb.sqrt())).clamp(-1.0, 1.0)
 }
@@ -520,13 +520,40 @@ pub struct Nipals {
 /// components. With `full = false` the last loading is skipped too (it does not affect the
 /// coefficients); its `p` entry is then empty.
 pub fn nipals(x: &mut [f64], y: &mut [f64], n: usize, p: usize, k: usize, full: bool) -> Result<Nipals> {
+    nipals_upto(x, y, n, p, k, full, false)
+}
+
+/// Largest |value| of a slice.
+pub(crate) fn max_abs(v: &[f64]) -> f64 {
+    v.iter().fold(0.0f64, |m, x| m.max(x.abs()))
+}
+
+/// [`nipals`]; with `stop_early` it stops (instead of failing) once the y residual is constant to
+/// rounding (|y_a| < 10 eps |y|, scikit-learn's rule) or X'y vanishes, returning fewer than k
+/// components. The last extracted component is then deflated too.
+pub fn nipals_upto(
+    x: &mut [f64],
+    y: &mut [f64],
+    n: usize,
+    p: usize,
+    k: usize,
+    full: bool,
+    stop_early: bool,
+) -> Result<Nipals> {
     let xnorm = dot(x, x).sqrt();
     let ynorm = dot(y, y).sqrt();
+    let ymax0 = max_abs(y);
     let mut out = Nipals { w: vec![], p: vec![], q: vec![], t: vec![] };
     for a in 0..k {
+        if stop_early && a > 0 && !(max_abs(y) >= 10.0 * f64::EPSILON * ymax0) {
+            break;
+        }
         let mut w = xt_v(x, n, p, y);
         let wn = dot(&w, &w).sqrt();
         if !(wn > 1e-10 * xnorm * ynorm) || wn == 0.0 {
+            if stop_early && a > 0 {
+                break;
+            }
             return Err(ThriftyError::invalid(
                 "n_components",
                 format!(
@@ -543,7 +570,7 @@ pub fn nipals(x: &mut [f64], y: &mut [f64], n: usize, p: usize, k: usize, full: 
             return Err(ThriftyError::numerical("PLS", "zero score vector"));
         }
         let q = dot(y, &t) / tt;
-        if a + 1 == k && full {
+        if a + 1 == k && full && !stop_early {
             // the last loading is reported, but the last deflation is never used: skip it
             let mut pl = xt_v(x, n, p, &t);
             pl.iter_mut().for_each(|v| *v /= tt);
@@ -859,7 +886,8 @@ pub fn predict_test(prep: &Prepared, coef: &[f64]) -> Vec<f64> {
     x_v(&prep.xs_te, prep.n_te, prep.p, coef)
 }
 
-/// The split statistic r for a (possibly permuted) response `y` (full length n).
+/// The split statistic r for a (possibly permuted) response `y` (full length n); NaN when it is
+/// undefined (y constant on the train part, or a constant test response or prediction).
 pub fn split_r(spec: &Spec, prep: &Prepared, y: &[f64], split: usize) -> Result<f64> {
     split_r_with(spec, prep, y, split, |coef| predict_test(prep, coef))
 }
@@ -874,7 +902,7 @@ pub fn split_r_with(
 ) -> Result<f64> {
     let ytr = match train_response(prep, y) {
         Some(v) => v,
-        None => return Ok(0.0),
+        None => return Ok(f64::NAN), // y constant on the train part: r is undefined
     };
     let coef = fit_coef(spec, prep, &ytr, split)?;
     let pred = predict(&coef);

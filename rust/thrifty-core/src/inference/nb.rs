@@ -1,5 +1,6 @@
 //! Splits, the per-split statistic, the Nadeau–Bengio corrected t-test on Fisher-z, and the pre-run gate.
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
 use crate::inference::fit::{prepare_with, predict_test_raw, split_r_with, Data, Spec};
@@ -31,6 +32,8 @@ pub fn draw_splits(n: usize, k: usize, n_splits: usize, seed: u64) -> Result<Vec
         return Err(ThriftyError::invalid("n_splits", "must be at least 2"));
     }
     let (n_tr, _) = split_sizes(n, k)?;
+    // the splits hold n_splits * n indices: refuse a size that cannot be allocated instead of aborting
+    check_budget("n_splits", n_splits, n)?;
     Ok((0..n_splits)
         .map(|j| {
             let mut r = rng::stream(seed, j as u64);
@@ -46,6 +49,25 @@ pub fn draw_splits(n: usize, k: usize, n_splits: usize, seed: u64) -> Result<Vec
             Split { train, test }
         })
         .collect())
+}
+
+/// Largest number of 8-byte entries one call of the inference core allocates for per-split or
+/// per-permutation index and response copies (2^34 entries, 128 GiB). Larger user-chosen sizes are an
+/// `InvalidArgument` naming the argument, never Rust's allocation-failure abort.
+pub const MAX_ENTRIES: usize = 1 << 34;
+
+/// `Err(InvalidArgument)` naming `arg` unless `count * per_item` entries stay within [`MAX_ENTRIES`]
+/// and can be reserved.
+pub fn check_budget(arg: &'static str, count: usize, per_item: usize) -> Result<()> {
+    let total = count.checked_mul(per_item.max(1)).filter(|&t| t <= MAX_ENTRIES);
+    let fits = total.is_some_and(|t| Vec::<u64>::new().try_reserve_exact(t).is_ok());
+    if !fits {
+        return Err(ThriftyError::invalid(
+            arg,
+            format!("{count} needs {count} x {per_item} entries, more than can be allocated"),
+        ));
+    }
+    Ok(())
 }
 
 /// Build splits from user train-index arrays (test = complement), validating them.
@@ -88,12 +110,26 @@ pub fn size_ratio(splits: &[Split]) -> f64 {
 
 /// Held-out r for every split (parallel over splits; each split is independent of scheduling).
 pub fn split_correlations(data: &Data<'_>, spec: &Spec, splits: &[Split], y: &[f64]) -> Result<Vec<f64>> {
+    split_correlations_cancellable(data, spec, splits, y, &AtomicBool::new(false))
+}
+
+/// [`split_correlations`] that stops with `Err(Interrupted)` soon after `cancel` is raised (checked per split).
+pub fn split_correlations_cancellable(
+    data: &Data<'_>,
+    spec: &Spec,
+    splits: &[Split],
+    y: &[f64],
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
     spec.validate(data.p, splits.len())?;
     let standardize = spec.learner.standardizes();
     splits
         .par_iter()
         .enumerate()
         .map(|(j, s)| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(ThriftyError::Interrupted);
+            }
             if matches!(spec.learner, crate::inference::fit::Learner::Pls) && spec.k == 1 {
                 return crate::inference::fit::pls1_split_r(data, &s.train, &s.test, y);
             }
@@ -110,9 +146,9 @@ pub fn fisher_z(r: f64) -> f64 {
     r.clamp(-R_CLAMP, R_CLAMP).atanh()
 }
 
-/// Mean Fisher z (fixed summation order).
+/// Mean Fisher z over the defined correlations (NaN entries skipped; fixed summation order).
 pub fn mean_z(rs: &[f64]) -> f64 {
-    rs.iter().map(|&r| fisher_z(r)).sum::<f64>() / rs.len() as f64
+    crate::inference::perm::mean_z_defined(rs.iter().copied())
 }
 
 /// The NB-asymptotic test on per-split correlations.

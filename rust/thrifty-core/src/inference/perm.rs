@@ -13,6 +13,7 @@
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatRef, Par};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
 use crate::inference::fit::{dot, ols, prepare, split_r, train_response, wcorr, Data, Learner, Prepared, Spec};
@@ -57,11 +58,29 @@ pub fn nb_permutation_null(
     count: usize,
     route: Route,
 ) -> Result<Vec<f64>> {
+    nb_permutation_null_cancellable(data, spec, splits, seed, start, count, route, &AtomicBool::new(false))
+}
+
+/// [`nb_permutation_null`] that stops with `Err(Interrupted)` soon after `cancel` is raised (checked
+/// per split and per permutation of a refit).
+#[allow(clippy::too_many_arguments)]
+pub fn nb_permutation_null_cancellable(
+    data: &Data<'_>,
+    spec: &Spec,
+    splits: &[Split],
+    seed: u64,
+    start: u64,
+    count: usize,
+    route: Route,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
     spec.validate(data.p, splits.len())?;
     if splits.len() < 2 {
         return Err(ThriftyError::invalid("splits", "need at least 2 splits"));
     }
     let n = data.n;
+    // permuted index and response copies: count * n entries each
+    crate::inference::nb::check_budget("n_perm", count, 2 * n)?;
     let perms: Vec<Vec<usize>> = (0..count).map(|b| permutation(n, seed, start + b as u64)).collect();
     let ys: Vec<Vec<f64>> = perms.iter().map(|pi| pi.iter().map(|&i| data.y[i]).collect()).collect();
     let standardize = spec.learner.standardizes();
@@ -69,23 +88,63 @@ pub fn nb_permutation_null(
         .par_iter()
         .enumerate()
         .map(|(j, s)| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(ThriftyError::Interrupted);
+            }
             let prep = prepare(data, &s.train, &s.test, standardize);
-            split_null_r(spec, &prep, &ys, j, route)
+            split_null_r(spec, &prep, &ys, j, route, cancel)
         })
         .collect::<Result<Vec<_>>>()?;
-    let jn = splits.len() as f64;
-    Ok((0..count)
-        .map(|b| per_split.iter().map(|rs| fisher_z(rs[b])).sum::<f64>() / jn)
-        .collect())
+    Ok((0..count).map(|b| mean_z_defined(per_split.iter().map(|rs| rs[b]))).collect())
 }
 
-/// r of one split for each permuted response in `ys` (NaN where a refit is rank deficient).
-pub fn split_null_r(spec: &Spec, prep: &Prepared, ys: &[Vec<f64>], split: usize, route: Route) -> Result<Vec<f64>> {
+/// Marks a null replicate whose refit is rank deficient: its mean z is NaN, which counts as an
+/// exceedance. An undefined r (NaN: constant response or prediction) is left out of the mean instead,
+/// as on the observed side.
+pub const RANK_DEFICIENT: f64 = f64::INFINITY;
+
+/// Mean Fisher z over the defined split correlations (NaN skipped); NaN when a refit was rank
+/// deficient or no split defines r.
+pub fn mean_z_defined(rs: impl Iterator<Item = f64>) -> f64 {
+    let (mut sum, mut count) = (0.0, 0usize);
+    for r in rs {
+        if r == RANK_DEFICIENT {
+            return f64::NAN;
+        }
+        if r.is_nan() {
+            continue;
+        }
+        sum += fisher_z(r);
+        count += 1;
+    }
+    if count == 0 {
+        f64::NAN
+    } else {
+        sum / count as f64
+    }
+}
+
+/// r of one split for each permuted response in `ys` (NaN where undefined, [`RANK_DEFICIENT`] where a
+/// refit is rank deficient).
+pub fn split_null_r(
+    spec: &Spec,
+    prep: &Prepared,
+    ys: &[Vec<f64>],
+    split: usize,
+    route: Route,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
     let refit_all = || -> Result<Vec<f64>> {
         ys.iter()
-            .map(|y| match split_r(spec, prep, y, split) {
+            .map(|y| {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(ThriftyError::Interrupted);
+                }
+                Ok(y)
+            })
+            .map(|y| match split_r(spec, prep, y?, split) {
                 Ok(r) => Ok(r),
-                Err(ThriftyError::InvalidArgument { arg: "n_components", .. }) => Ok(f64::NAN),
+                Err(ThriftyError::InvalidArgument { arg: "n_components", .. }) => Ok(RANK_DEFICIENT),
                 Err(e) => Err(e),
             })
             .collect()
@@ -120,10 +179,10 @@ fn fixed_basis_null(spec: &Spec, prep: &Prepared, ys: &[Vec<f64>], split: usize)
         .map(|y| {
             let ytr = match train_response(prep, y) {
                 Some(v) => v,
-                None => return 0.0,
+                None => return f64::NAN,
             };
             match ols(&s_tr, &ytr) {
-                None => f64::NAN,
+                None => RANK_DEFICIENT,
                 Some(beta) => {
                     let pred: Vec<f64> = (0..prep.n_te).map(|i| (0..k).map(|a| beta[a] * s_te[a][i]).sum()).collect();
                     wcorr(&pred, &test_response(prep, y), &prep.w_te)
@@ -222,7 +281,7 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
             let mut yte = vec![0.0; n_te];
             for b in 0..c {
                 if constant[b] {
-                    out.push(0.0);
+                    out.push(f64::NAN);
                     continue;
                 }
                 for (o, &i) in yte.iter_mut().zip(&prep.test) {
@@ -278,11 +337,11 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
             for b in 0..c {
                 let yte = test_response(prep, &chunk[b]);
                 if !ok[b] {
-                    out.push(0.0);
+                    out.push(f64::NAN);
                     continue;
                 }
                 if !alive[b] {
-                    out.push(f64::NAN);
+                    out.push(RANK_DEFICIENT);
                     continue;
                 }
                 let pred: Vec<f64> = if k == 1 {
@@ -291,7 +350,7 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
                     let st: Vec<Vec<f64>> = s_tr.iter().map(|m| col(m, b)).collect();
                     match ols(&st, &col(&y0, b)) {
                         None => {
-                            out.push(f64::NAN);
+                            out.push(RANK_DEFICIENT);
                             continue;
                         }
                         Some(beta) => (0..n_te).map(|i| (0..k).map(|a| beta[a] * s_te[a][(i, b)]).sum()).collect(),
@@ -370,9 +429,9 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
             gemm(pred.as_mut(), xte, coefs.as_ref());
             for b in 0..c {
                 if !ok[b] {
-                    out.push(0.0);
-                } else if !alive[b] {
                     out.push(f64::NAN);
+                } else if !alive[b] {
+                    out.push(RANK_DEFICIENT);
                 } else {
                     out.push(wcorr(&col(&pred, b), &test_response(prep, &chunk[b]), &prep.w_te));
                 }
@@ -382,7 +441,8 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
     out
 }
 
-/// Unweighted Pearson r with the same degenerate-case rule as [`wcorr`] (two passes, no weights).
+/// Unweighted Pearson r with the same degenerate-case rule as [`wcorr`] (two passes, no weights; NaN
+/// when undefined).
 fn corr(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len() as f64;
     let ma = a.iter().sum::<f64>() / n;
@@ -397,7 +457,7 @@ fn corr(a: &[f64], b: &[f64]) -> f64 {
         rbb += y * y;
     }
     if !(saa > 1e-15 * raa) || !(sbb > 1e-15 * rbb) || saa == 0.0 || sbb == 0.0 {
-        return 0.0;
+        return f64::NAN;
     }
     (sab / (saa.sqrt() * sbb.sqrt())).clamp(-1.0, 1.0)
 }
@@ -464,7 +524,7 @@ fn ridge_null(prep: &Prepared, ys: &[Vec<f64>], alpha: f64) -> Result<Vec<f64>> 
         let mut pred = Mat::<f64>::zeros(n_te, chunk.len());
         gemm(pred.as_mut(), z.transpose(), y0.as_ref());
         for b in 0..chunk.len() {
-            out.push(if ok[b] { wcorr(&col(&pred, b), &test_response(prep, &chunk[b]), &prep.w_te) } else { 0.0 });
+            out.push(if ok[b] { wcorr(&col(&pred, b), &test_response(prep, &chunk[b]), &prep.w_te) } else { f64::NAN });
         }
     }
     Ok(out)

@@ -29,7 +29,9 @@ fn standardise_y(y: &[f64], m: usize, rows: &[usize], w: &[f64]) -> Option<(Vec<
 }
 
 /// PLS2 NIPALS fit on standardised, row-major `x` (n×p) and `y` (n×m), both deflated in place.
-/// Returns (W, P, C, T) with W, P as k columns of length p, C as k rows of length m.
+/// Returns (W, P, C, T) with W, P as k columns of length p, C as k rows of length m. With
+/// `stop_early` it stops (instead of failing) once the Y residual is constant to rounding or X'Y
+/// vanishes, returning fewer components (scikit-learn's rule).
 #[allow(clippy::type_complexity)]
 pub fn nipals2(
     x: &mut [f64],
@@ -38,11 +40,16 @@ pub fn nipals2(
     p: usize,
     m: usize,
     k: usize,
+    stop_early: bool,
 ) -> Result<(Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>)> {
     let xnorm = dot(x, x).sqrt();
     let ynorm = dot(y, y).sqrt();
+    let ymax0 = crate::inference::fit::max_abs(y);
     let (mut ws, mut ps, mut cs, mut ts) = (vec![], vec![], vec![], vec![]);
     for a in 0..k {
+        if stop_early && a > 0 && !(crate::inference::fit::max_abs(y) >= 10.0 * f64::EPSILON * ymax0) {
+            break;
+        }
         // G = XᵀY (p×m, row-major)
         let mut g = vec![0.0; p * m];
         for i in 0..n {
@@ -67,6 +74,9 @@ pub fn nipals2(
         let mut w: Vec<f64> = (0..p).map(|j| (0..m).map(|c| g[j * m + c] * v[c]).sum()).collect();
         let wn = dot(&w, &w).sqrt();
         if !(wn > 1e-10 * xnorm * ynorm) || wn == 0.0 {
+            if stop_early && a > 0 {
+                break;
+            }
             return Err(ThriftyError::invalid(
                 "n_components",
                 format!("component {} is degenerate (X'Y vanishes after {a} components): n_components must be below the rank of the data", a + 1),
@@ -145,7 +155,7 @@ pub fn pls2_split_correlations(
             let w_tr: Vec<f64> = prep.sw_tr.iter().map(|v| v * v).collect();
             let (mean, sd) = match standardise_y(y, m, &s.train, &w_tr) {
                 Some(v) => v,
-                None => return Ok(0.0),
+                None => return Ok(f64::NAN), // every response column constant on the train part
             };
             let mut yt = vec![0.0; prep.n_tr * m];
             for (a, &i) in s.train.iter().enumerate() {
@@ -154,7 +164,7 @@ pub fn pls2_split_correlations(
                 }
             }
             let mut x = prep.xs_tr.clone();
-            let (ws, ps, cs, _) = nipals2(&mut x, &mut yt, prep.n_tr, prep.p, m, k)?;
+            let (ws, ps, cs, _) = nipals2(&mut x, &mut yt, prep.n_tr, prep.p, m, k, false)?;
             let (coef, _) = coef2(&ws, &ps, &cs, prep.p, m)?;
             let mut pred = Vec::with_capacity(prep.n_te * m);
             let mut obs = Vec::with_capacity(prep.n_te * m);
@@ -186,15 +196,18 @@ pub struct Pls2Fit {
     pub y_loadings: Vec<f64>,
     pub x_mean: Vec<f64>,
     pub x_std: Vec<f64>,
+    /// Components extracted (< k when the Y residual vanished first; the rest are zero).
+    pub n_fitted: usize,
 }
 
 pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fit> {
     let (n, p) = (data.n, data.p);
     check_y(y, n, m)?;
-    if k == 0 || k > p.min(n - 1) {
+    let bound = p.min(n); // scikit-learn's PLSRegression bound
+    if k == 0 || k > bound {
         return Err(ThriftyError::invalid(
             "n_components",
-            format!("must be in [1, min(n_samples - 1, n_features)] = [1, {}], got {k}", p.min(n - 1)),
+            format!("must be in [1, min(n_samples, n_features)] = [1, {bound}], got {k}"),
         ));
     }
     let all: Vec<usize> = (0..n).collect();
@@ -208,8 +221,15 @@ pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fi
         }
     }
     let mut x = std::mem::take(&mut prep.xs_tr); // deflated in place; not needed again
-    let (ws, ps, cs, _) = nipals2(&mut x, &mut yt, n, p, m, k)?;
-    let (coef_std, rot) = coef2(&ws, &ps, &cs, p, m)?;
+    let (mut ws, mut ps, mut cs, _) = nipals2(&mut x, &mut yt, n, p, m, k, true)?;
+    let n_fitted = ws.len();
+    let (coef_std, mut rot) = coef2(&ws, &ps, &cs, p, m)?;
+    for _ in n_fitted..k {
+        ws.push(vec![0.0; p]);
+        ps.push(vec![0.0; p]);
+        cs.push(vec![0.0; m]);
+        rot.push(vec![0.0; p]);
+    }
     let mut coef = vec![0.0; p * m];
     let mut intercept = vec![0.0; m];
     for c in 0..m {
@@ -238,6 +258,7 @@ pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fi
         y_loadings: rm(&cs, m),
         x_mean: prep.mean.clone(),
         x_std: prep.scale.iter().map(|&s| if s.is_finite() { s } else { 0.0 }).collect(),
+        n_fitted,
     })
 }
 

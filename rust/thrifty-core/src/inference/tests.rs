@@ -253,3 +253,59 @@ fn gate_and_baselines_run() {
     let t1: Vec<f64> = (0..n).map(|i| dot(&xr[i * p..(i + 1) * p], &fit.x_weights.iter().step_by(2).copied().collect::<Vec<_>>())).collect();
     assert!(dot(&t1, &yr).abs() < 1e-8 * (dot(&yr, &yr).sqrt() * dot(&t1, &t1).sqrt() + 1.0));
 }
+
+#[test]
+fn undefined_split_correlations_are_nan_never_zero() {
+    // y constant on a test part: r is undefined (NaN), not 0, on every route
+    let (n, p) = (12, 3);
+    let (x, _) = problem(n, p, 8, 0.0);
+    let y: Vec<f64> = (0..n).map(|i| if i < 6 { 0.0 } else { i as f64 }).collect();
+    let data = Data::new(&x, n, p, &y, None).unwrap();
+    let sp = super::nb::splits_from_train(n, 1, &[(6..12).collect(), (0..6).collect()]).unwrap();
+    for learner in [Learner::Pls, Learner::Ridge { alpha: 1.0 }, Learner::Basis { basis: vec![1.0, 0.0, 0.0] }] {
+        let r = split_correlations(&data, &spec(learner.clone(), 1), &sp, &y).unwrap();
+        assert!(r[0].is_nan() && r[1].is_nan(), "{learner:?}: {r:?}");
+    }
+    // the permutation statistic leaves undefined splits out and marks rank-deficient refits
+    use super::perm::{mean_z_defined, RANK_DEFICIENT};
+    let z = mean_z_defined([0.2, f64::NAN, 0.4].into_iter());
+    assert!((z - (0.2f64.atanh() + 0.4f64.atanh()) / 2.0).abs() < 1e-15);
+    assert!(mean_z_defined([0.2, RANK_DEFICIENT].into_iter()).is_nan());
+    assert!(mean_z_defined([f64::NAN, f64::NAN].into_iter()).is_nan());
+}
+
+#[test]
+fn varimax_reports_convergence() {
+    let l: Vec<f64> = (0..30).map(|i| ((i * 37 % 11) as f64 - 5.0) / 3.0 + (i as f64).sin()).collect();
+    assert!(super::varimax::varimax(&l, 10, 3, true, 500, 1e-10).unwrap().converged);
+    assert!(!super::varimax::varimax(&l, 10, 3, true, 1, 1e-10).unwrap().converged);
+}
+
+#[test]
+fn pls_fit_stops_like_sklearn_when_the_y_residual_vanishes() {
+    // n = 8 rows, p = 12 columns: the centred data have rank 7, so at most 7 components are extracted
+    let (n, p) = (8, 12);
+    let (x, y) = problem(n, p, 9, 1.0);
+    let data = Data::new(&x, n, p, &y, None).unwrap();
+    let fit = pls_fit(&data, 8).unwrap();
+    assert_eq!(fit.n_fitted, 7);
+    assert_eq!(fit.x_weights.len(), p * 8);
+    assert!(fit.coef.iter().all(|c| c.is_finite()));
+    assert!(pls_fit(&data, 9).is_err()); // scikit-learn's bound min(n, p)
+}
+
+#[test]
+fn absurd_sizes_are_errors_not_aborts() {
+    use super::nb::check_budget;
+    assert!(draw_splits(100, 1, usize::MAX / 2, 0).is_err());
+    assert!(draw_splits(1 << 20, 1, 1 << 20, 0).is_err());
+    assert!(check_budget("n_perm", usize::MAX, 3).is_err());
+    assert!(check_budget("n_perm", 1000, 1000).is_ok());
+    let (n, p) = (30, 3);
+    let (x, y) = problem(n, p, 1, 0.5);
+    let data = Data::new(&x, n, p, &y, None).unwrap();
+    let sp = draw_splits(n, 1, 3, 0).unwrap();
+    let e = nb_permutation_null(&data, &spec(Learner::Pls, 1), &sp, 1, 0, usize::MAX / 4, Route::Auto).unwrap_err();
+    assert!(e.to_string().starts_with("n_perm"));
+    assert!(cv_permutation(&data, &spec(Learner::Pls, 1), 5, 3, 0, usize::MAX, true).is_err());
+}

@@ -11,6 +11,8 @@ pub struct Varimax {
     /// The varimax criterion of the (normalised, if requested) rotated loadings.
     pub criterion: f64,
     pub n_iter: usize,
+    /// False when the iteration stopped at `max_iter` before the criterion settled.
+    pub converged: bool,
 }
 
 /// The varimax criterion of a row-major p×k matrix.
@@ -60,6 +62,7 @@ pub fn varimax(l: &[f64], p: usize, k: usize, normalize: bool, max_iter: usize, 
     }
     let mut d = 0.0;
     let mut n_iter = 0;
+    let mut converged = k < 2;
     let mut lam = vec![0.0; p * k];
     if k >= 2 {
         for it in 0..max_iter {
@@ -90,6 +93,7 @@ pub fn varimax(l: &[f64], p: usize, k: usize, normalize: bool, max_iter: usize, 
             let d_old = d;
             d = (0..k).map(|m| svd.S()[m]).sum::<f64>();
             if it > 0 && d < d_old * (1.0 + tol) {
+                converged = true;
                 break;
             }
         }
@@ -99,7 +103,7 @@ pub fn varimax(l: &[f64], p: usize, k: usize, normalize: bool, max_iter: usize, 
     for i in 0..p {
         lam[i * k..(i + 1) * k].iter_mut().for_each(|v| *v *= h[i]);
     }
-    Ok(Varimax { rotated: lam, rotation: r, criterion: crit, n_iter })
+    Ok(Varimax { rotated: lam, rotation: r, criterion: crit, n_iter, converged })
 }
 
 fn mat_mul(a: &[f64], b: &[f64], m: usize, kk: usize, n: usize, out: &mut [f64]) {
