@@ -12,7 +12,10 @@ use thrifty_core::dpp::projection::{Method, Projection};
 use thrifty_core::dpp::PivotPath;
 use thrifty_core::threads::with_threads;
 
-use crate::{fill_ragged, guard, matrix, opt_slice, out, put, size2, symmetric, threads, write_matrix, Fail, Res, ThriftyRagged};
+use crate::{
+    fill_ragged, guard, matrix, opt_slice, out, put, size2, symmetric, threads, write_matrix, Fail,
+    Res, ThriftyRagged,
+};
 
 /// Projection sampler: accept/reject proposals from the leverage scores (the default).
 pub const THRIFTY_DPP_ACCEPT_REJECT: i32 = 0;
@@ -42,7 +45,10 @@ fn method(code: i32) -> Res<Method> {
     match code {
         THRIFTY_DPP_ACCEPT_REJECT => Ok(Method::AcceptReject),
         THRIFTY_DPP_CHAIN => Ok(Method::Chain),
-        other => Err(Fail::kind("method", format!("must be THRIFTY_DPP_ACCEPT_REJECT (0) or THRIFTY_DPP_CHAIN (1), got {other}"))),
+        other => Err(Fail::kind(
+            "method",
+            format!("must be THRIFTY_DPP_ACCEPT_REJECT (0) or THRIFTY_DPP_CHAIN (1), got {other}"),
+        )),
     }
 }
 
@@ -58,7 +64,15 @@ fn positive(v: usize, arg: &str) -> Res<()> {
 /// `q_out` must hold n × p values; its first n × r are written (in `layout`, leading dimension n
 /// for column-major). (`thrifty.dpp.orthonormalize`)
 #[no_mangle]
-pub unsafe extern "C" fn thrifty_dpp_orthonormalize(features: *const f64, n: usize, p: usize, layout: i32, rtol: f64, q_out: *mut f64, rank_out: *mut usize) -> i32 {
+pub unsafe extern "C" fn thrifty_dpp_orthonormalize(
+    features: *const f64,
+    n: usize,
+    p: usize,
+    layout: i32,
+    rtol: f64,
+    q_out: *mut f64,
+    rank_out: *mut usize,
+) -> i32 {
     guard(|| {
         let f = matrix(features, n, p, layout, "features")?;
         let q_buf = out(q_out, size2("q_out", n, p)?, "q_out")?;
@@ -103,7 +117,9 @@ pub unsafe extern "C" fn thrifty_dpp_projection_sample(
         positive(count, "count")?;
         let dst = out(samples_out, size2("samples_out", count, p)?, "samples_out")?;
         let proj = Projection::new(&us[..], n, p, (check != 0).then_some(1e-6))?;
-        let rows = with_threads(threads(n_threads), || proj.sample_range(&us[..], 0, count, m, seed))??;
+        let rows = with_threads(threads(n_threads), || {
+            proj.sample_range(&us[..], 0, count, m, seed)
+        })??;
         write_rows(dst, &rows);
         if !leverage_out.is_null() {
             out(leverage_out, n, "leverage_out")?.copy_from_slice(&proj.leverage);
@@ -112,14 +128,23 @@ pub unsafe extern "C" fn thrifty_dpp_projection_sample(
     })
 }
 
-unsafe fn spectrum(l: *const f64, features: *const f64, n: usize, d: usize, layout: i32) -> Res<Spectrum> {
+unsafe fn spectrum(
+    l: *const f64,
+    features: *const f64,
+    n: usize,
+    d: usize,
+    layout: i32,
+) -> Res<Spectrum> {
     match (l.is_null(), features.is_null()) {
         (false, true) => Ok(Spectrum::from_kernel(symmetric(l, n, layout, "l")?, n)?),
         (true, false) => {
             let f = matrix(features, n, d, layout, "features")?;
             Ok(Spectrum::from_features(&f[..], n, d)?)
         }
-        _ => Err(Fail::invalid("l", "give exactly one of l (n x n) and features (n x d); the other must be NULL")),
+        _ => Err(Fail::invalid(
+            "l",
+            "give exactly one of l (n x n) and features (n x d); the other must be NULL",
+        )),
     }
 }
 
@@ -227,7 +252,14 @@ pub unsafe extern "C" fn thrifty_coreset_options_init(options: *mut ThriftyCores
 }
 
 /// Affine map of the data box onto [lo, hi]^d, exactly as `thrifty.dpp._kernels.map_to_domain`.
-fn map_to_domain(x: &[f64], n: usize, d: usize, domain: Option<Vec<f64>>, lo: f64, hi: f64) -> Res<Vec<f64>> {
+fn map_to_domain(
+    x: &[f64],
+    n: usize,
+    d: usize,
+    domain: Option<Vec<f64>>,
+    lo: f64,
+    hi: f64,
+) -> Res<Vec<f64>> {
     let (a, b): (Vec<f64>, Vec<f64>) = match domain {
         None => {
             let mut a = vec![f64::INFINITY; d];
@@ -238,18 +270,34 @@ fn map_to_domain(x: &[f64], n: usize, d: usize, domain: Option<Vec<f64>>, lo: f6
                     b[j] = b[j].max(row[j]);
                 }
             }
-            let span: Vec<f64> = (0..d).map(|j| if b[j] > a[j] { b[j] - a[j] } else { 1.0 }).collect();
-            ((0..d).map(|j| a[j] - 1e-6 * span[j]).collect(), (0..d).map(|j| b[j] + 1e-6 * span[j]).collect())
+            let span: Vec<f64> = (0..d)
+                .map(|j| if b[j] > a[j] { b[j] - a[j] } else { 1.0 })
+                .collect();
+            (
+                (0..d).map(|j| a[j] - 1e-6 * span[j]).collect(),
+                (0..d).map(|j| b[j] + 1e-6 * span[j]).collect(),
+            )
         }
         Some(bx) => {
             if bx.iter().any(|v| !v.is_finite()) || (0..d).any(|j| !(bx[2 * j + 1] > bx[2 * j])) {
-                return Err(Fail::invalid("domain", format!("must be a finite array of shape ({d}, 2) with low < high on every axis")));
+                return Err(Fail::invalid(
+                    "domain",
+                    format!(
+                        "must be a finite array of shape ({d}, 2) with low < high on every axis"
+                    ),
+                ));
             }
             let a: Vec<f64> = (0..d).map(|j| bx[2 * j]).collect();
             let b: Vec<f64> = (0..d).map(|j| bx[2 * j + 1]).collect();
-            let outside = x.chunks_exact(d).filter(|r| (0..d).any(|j| r[j] < a[j] || r[j] > b[j])).count();
+            let outside = x
+                .chunks_exact(d)
+                .filter(|r| (0..d).any(|j| r[j] < a[j] || r[j] > b[j]))
+                .count();
             if outside > 0 {
-                return Err(Fail::invalid("x", format!("has {outside} point(s) outside the kernel's domain")));
+                return Err(Fail::invalid(
+                    "x",
+                    format!("has {outside} point(s) outside the kernel's domain"),
+                ));
             }
             (a, b)
         }
@@ -265,9 +313,22 @@ fn map_to_domain(x: &[f64], n: usize, d: usize, domain: Option<Vec<f64>>, lo: f6
 }
 
 /// One coreset draw: indices, their inclusion probabilities, and K_ii of every point.
-fn coreset_draw(x: &[f64], n: usize, d: usize, m: usize, o: &ThriftyCoresetOptions, density: Option<&[f64]>, domain: Option<Vec<f64>>, seed: u64) -> Res<(Vec<usize>, Vec<f64>)> {
+#[allow(clippy::too_many_arguments)]
+fn coreset_draw(
+    x: &[f64],
+    n: usize,
+    d: usize,
+    m: usize,
+    o: &ThriftyCoresetOptions,
+    density: Option<&[f64]>,
+    domain: Option<Vec<f64>>,
+    seed: u64,
+) -> Res<(Vec<usize>, Vec<f64>)> {
     if m > n {
-        return Err(Fail::invalid("m", format!("m = {m} exceeds the number of points ({n})")));
+        return Err(Fail::invalid(
+            "m",
+            format!("m = {m} exceeds the number of points ({n})"),
+        ));
     }
     let ones = vec![1.0; n];
     let g: &[f64] = density.unwrap_or(&ones);
@@ -276,11 +337,20 @@ fn coreset_draw(x: &[f64], n: usize, d: usize, m: usize, o: &ThriftyCoresetOptio
             let split = match o.split {
                 THRIFTY_SPLIT_VOLUME => Split::Volume,
                 THRIFTY_SPLIT_QUANTILE => Split::Quantile,
-                other => return Err(Fail::kind("split", format!("must be THRIFTY_SPLIT_VOLUME (0) or _QUANTILE (1), got {other}"))),
+                other => {
+                    return Err(Fail::kind(
+                        "split",
+                        format!("must be THRIFTY_SPLIT_VOLUME (0) or _QUANTILE (1), got {other}"),
+                    ))
+                }
             };
             let z = map_to_domain(x, n, d, domain, 0.0, 1.0)?;
             let (cells, _vol) = kernels::partition(&z, n, d, m, split)?;
-            let g = if split == Split::Quantile { &ones[..] } else { g };
+            let g = if split == Split::Quantile {
+                &ones[..]
+            } else {
+                g
+            };
             let (kdiag, _rank) = kernels::haar_diagonal(&cells, m, g)?;
             // As thrifty.dpp.StratifiedDPP: relabel the cells 0..rank-1 (sorted) and renormalise.
             let mut used: Vec<usize> = cells.clone();
@@ -296,7 +366,10 @@ fn coreset_draw(x: &[f64], n: usize, d: usize, m: usize, o: &ThriftyCoresetOptio
                 tot[l] += kdiag[i];
             }
             if tot.iter().any(|&t| !(t > 0.0)) {
-                return Err(Fail::invalid("density", "every cell needs a positive total probability"));
+                return Err(Fail::invalid(
+                    "density",
+                    "every cell needs a positive total probability",
+                ));
             }
             let kd: Vec<f64> = (0..n).map(|i| kdiag[i] / tot[lab[i]]).collect();
             let strat = Stratified::new(&lab, used.len(), &kd)?;
@@ -306,16 +379,28 @@ fn coreset_draw(x: &[f64], n: usize, d: usize, m: usize, o: &ThriftyCoresetOptio
         THRIFTY_KERNEL_OPE | THRIFTY_KERNEL_DAUBECHIES => {
             let feats = if o.kernel == THRIFTY_KERNEL_DAUBECHIES {
                 if !(1..=4).contains(&o.order) {
-                    return Err(Fail::invalid("order", format!("must be in [1, 4], got {}", o.order)));
+                    return Err(Fail::invalid(
+                        "order",
+                        format!("must be in [1, 4], got {}", o.order),
+                    ));
                 }
                 if !m.is_power_of_two() {
-                    return Err(Fail::invalid("m", format!("must be a power of two for the Daubechies kernel, got {m}")));
+                    return Err(Fail::invalid(
+                        "m",
+                        format!("must be a power of two for the Daubechies kernel, got {m}"),
+                    ));
                 }
                 let z = map_to_domain(x, n, d, domain, 0.0, 1.0)?;
                 kernels::daubechies_features(&z, n, d, m, o.order as usize, g)?
             } else {
                 if !(o.jacobi_a > -1.0 && o.jacobi_b > -1.0) {
-                    return Err(Fail::invalid("jacobi", format!("exponents must be > -1, got ({}, {})", o.jacobi_a, o.jacobi_b)));
+                    return Err(Fail::invalid(
+                        "jacobi",
+                        format!(
+                            "exponents must be > -1, got ({}, {})",
+                            o.jacobi_a, o.jacobi_b
+                        ),
+                    ));
                 }
                 let z = map_to_domain(x, n, d, domain, -1.0, 1.0)?;
                 kernels::jacobi_features(&z, n, d, m, o.jacobi_a, o.jacobi_b, g)?
@@ -323,10 +408,16 @@ fn coreset_draw(x: &[f64], n: usize, d: usize, m: usize, o: &ThriftyCoresetOptio
             // ProjectionDPP.from_features: orthonormalise (rtol 1e-6), no orthonormality check.
             let (q, r) = ortho::orthonormalize(&feats, n, m, 1e-6)?;
             let proj = Projection::new(&q, n, r, None)?;
-            let idx = proj.sample_range(&q, 0, 1, Method::AcceptReject, seed)?.pop().unwrap_or_default();
+            let idx = proj
+                .sample_range(&q, 0, 1, Method::AcceptReject, seed)?
+                .pop()
+                .unwrap_or_default();
             Ok((idx, proj.leverage))
         }
-        other => Err(Fail::kind("kernel", format!("must be THRIFTY_KERNEL_HAAR (0), _OPE (1) or _DAUBECHIES (2), got {other}"))),
+        other => Err(Fail::kind(
+            "kernel",
+            format!("must be THRIFTY_KERNEL_HAAR (0), _OPE (1) or _DAUBECHIES (2), got {other}"),
+        )),
     }
 }
 
@@ -351,7 +442,11 @@ pub unsafe extern "C" fn thrifty_dpp_coreset(
     inclusion_out: *mut f64,
 ) -> i32 {
     guard(|| {
-        let o = if options.is_null() { ThriftyCoresetOptions::default() } else { *options };
+        let o = if options.is_null() {
+            ThriftyCoresetOptions::default()
+        } else {
+            *options
+        };
         let xs = matrix(x, n, d, layout, "x")?;
         positive(m, "m")?;
         let idx_buf = out(indices_out, m, "indices_out")?;
@@ -360,10 +455,16 @@ pub unsafe extern "C" fn thrifty_dpp_coreset(
             return Err(Fail::null("size_out"));
         }
         if xs.iter().any(|v| !v.is_finite()) {
-            return Err(Fail::from(thrifty_core::ThriftyError::NotFinite { arg: "x" }));
+            return Err(Fail::from(thrifty_core::ThriftyError::NotFinite {
+                arg: "x",
+            }));
         }
         let density = opt_slice(o.density, n);
-        let domain = if o.domain.is_null() { None } else { Some(matrix(o.domain, d, 2, layout, "domain")?.into_owned()) };
+        let domain = if o.domain.is_null() {
+            None
+        } else {
+            Some(matrix(o.domain, d, 2, layout, "domain")?.into_owned())
+        };
         let (idx, kd) = coreset_draw(&xs, n, d, m, &o, density, domain, seed)?;
         let mut w: Vec<f64> = idx.iter().map(|&i| 1.0 / kd[i]).collect();
         if o.self_normalized != 0 {
@@ -381,7 +482,13 @@ pub unsafe extern "C" fn thrifty_dpp_coreset(
     })
 }
 
-unsafe fn write_path(path: &PivotPath, items_out: *mut i64, pivots_out: *mut f64, k: usize, n_out: *mut usize) -> Res<()> {
+unsafe fn write_path(
+    path: &PivotPath,
+    items_out: *mut i64,
+    pivots_out: *mut f64,
+    k: usize,
+    n_out: *mut usize,
+) -> Res<()> {
     let items = out(items_out, k, "items_out")?;
     let piv = out(pivots_out, k, "pivots_out")?;
     for (o, &i) in items.iter_mut().zip(&path.items) {
@@ -396,13 +503,19 @@ fn check_mode(code: i32) -> Res<Check> {
         THRIFTY_CHECK_SKIP => Ok(Check::Skip),
         THRIFTY_CHECK_READ => Ok(Check::Read),
         THRIFTY_CHECK_FULL => Ok(Check::Full),
-        other => Err(Fail::kind("check", format!("must be THRIFTY_CHECK_SKIP/READ/FULL (0/1/2), got {other}"))),
+        other => Err(Fail::kind(
+            "check",
+            format!("must be THRIFTY_CHECK_SKIP/READ/FULL (0/1/2), got {other}"),
+        )),
     }
 }
 
 fn check_tol(tol: f64) -> Res<f64> {
     if !(tol.is_finite() && tol > 0.0) {
-        return Err(Fail::invalid("tol", format!("must be positive and finite, got {tol}")));
+        return Err(Fail::invalid(
+            "tol",
+            format!("must be positive and finite, got {tol}"),
+        ));
     }
     Ok(tol)
 }
@@ -494,7 +607,10 @@ pub unsafe extern "C" fn thrifty_dpp_select_mutual_information(
         } else if noise.is_finite() && noise > 0.0 {
             noise
         } else {
-            return Err(Fail::invalid("noise", format!("must be positive and finite (0 for the default), got {noise}")));
+            return Err(Fail::invalid(
+                "noise",
+                format!("must be positive and finite (0 for the default), got {noise}"),
+            ));
         };
         let gains = out(gains_out, k, "gains_out")?;
         let (path, g) = greedy::mutual_information(c, n, k, nz, check != 0)?;

@@ -206,7 +206,9 @@ pub struct ThriftyComponentResult {
 
 /// Fill `options` with the defaults (those of the Python function).
 #[no_mangle]
-pub unsafe extern "C" fn thrifty_subspace_options_init(options: *mut ThriftySubspaceOptions) -> i32 {
+pub unsafe extern "C" fn thrifty_subspace_options_init(
+    options: *mut ThriftySubspaceOptions,
+) -> i32 {
     guard(|| put(options, ThriftySubspaceOptions::default(), "options"))
 }
 
@@ -243,7 +245,9 @@ impl Problem<'_> {
     fn gate(&self) -> Res<nb::Gate> {
         // The gate does not look at y; Data's checks need a non-constant response: 0..n (as in Python).
         let dummy: Vec<f64> = (0..self.n).map(|i| i as f64).collect();
-        Ok(nb::gate(&Data::new(self.x, self.n, self.p, &dummy, self.w)?))
+        Ok(nb::gate(&Data::new(
+            self.x, self.n, self.p, &dummy, self.w,
+        )?))
     }
 }
 
@@ -255,18 +259,31 @@ unsafe fn explicit_splits(o: &ThriftySubspaceOptions, n: usize) -> Res<Option<Ve
     let count = at_least(o.n_explicit_splits, "n_explicit_splits", 2)?;
     let offsets = slice(o.train_offsets, count + 1, "train_offsets")?;
     if offsets[0] != 0 || offsets.windows(2).any(|w| w[1] < w[0]) {
-        return Err(Fail::invalid("train_offsets", "must start at 0 and be non-decreasing"));
+        return Err(Fail::invalid(
+            "train_offsets",
+            "must start at 0 and be non-decreasing",
+        ));
     }
-    let total = usize::try_from(offsets[count]).map_err(|_| Fail::invalid("train_offsets", "is out of range"))?;
+    let total = usize::try_from(offsets[count])
+        .map_err(|_| Fail::invalid("train_offsets", "is out of range"))?;
     let all = slice(o.train_indices, total, "train_indices")?;
     let mut out = Vec::with_capacity(count);
     for j in 0..count {
         let t = &all[offsets[j] as usize..offsets[j + 1] as usize];
         if t.is_empty() {
-            return Err(Fail::invalid("splits", format!("split {j} has no train indices")));
+            return Err(Fail::invalid(
+                "splits",
+                format!("split {j} has no train indices"),
+            ));
         }
         if n - t.len().min(n) < 3 {
-            return Err(Fail::invalid("splits", format!("split {j} leaves {} test rows; at least 3 are needed", n.saturating_sub(t.len()))));
+            return Err(Fail::invalid(
+                "splits",
+                format!(
+                    "split {j} leaves {} test rows; at least 3 are needed",
+                    n.saturating_sub(t.len())
+                ),
+            ));
         }
         out.push(t.to_vec());
     }
@@ -285,25 +302,54 @@ struct NbOutcome {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_nb(prob: &Problem<'_>, spec: &Spec, trains: &[Vec<i64>], permute: bool, n_perm: usize, seed: u64, level: f64, jobs: Option<usize>) -> Res<NbOutcome> {
+fn run_nb(
+    prob: &Problem<'_>,
+    spec: &Spec,
+    trains: &[Vec<i64>],
+    permute: bool,
+    n_perm: usize,
+    seed: u64,
+    level: f64,
+    jobs: Option<usize>,
+) -> Res<NbOutcome> {
     let data = prob.data()?;
     let splits = nb::splits_from_train(prob.n, spec.k, trains)?;
     let n_tr: Vec<f64> = trains.iter().map(|t| t.len() as f64).collect();
     let n_te: Vec<f64> = n_tr.iter().map(|&t| prob.n as f64 - t).collect();
     let ratios: Vec<f64> = n_te.iter().zip(&n_tr).map(|(a, b)| a / b).collect();
     let ratio = numpy_mean(&ratios);
-    let r = with_threads(jobs, || nb::split_correlations(&data, spec, &splits, prob.y))??;
+    let r = with_threads(jobs, || {
+        nb::split_correlations(&data, spec, &splits, prob.y)
+    })??;
     // rho_hat's Fisher null variance 1/(n_test − 3) holds for a single unweighted response only
     let n_te_mean = numpy_mean(&n_te);
-    let res = nb::nb_test(&r, ratio, if prob.w.is_some() { None } else { Some(n_te_mean) }, level)?;
+    let res = nb::nb_test(
+        &r,
+        ratio,
+        if prob.w.is_some() {
+            None
+        } else {
+            Some(n_te_mean)
+        },
+        level,
+    )?;
     let (null, p_value) = if permute {
-        let null = with_threads(jobs, || perm::nb_permutation_null(&data, spec, &splits, seed, 0, n_perm, Route::Auto))??;
+        let null = with_threads(jobs, || {
+            perm::nb_permutation_null(&data, spec, &splits, seed, 0, n_perm, Route::Auto)
+        })??;
         let p = perm::permutation_p(res.z_mean, &null);
         (null, p)
     } else {
         (Vec::new(), res.p_value)
     };
-    Ok(NbOutcome { r, null, p_value, n_train: numpy_mean(&n_tr), n_test: n_te_mean, res })
+    Ok(NbOutcome {
+        r,
+        null,
+        p_value,
+        n_train: numpy_mean(&n_tr),
+        n_test: n_te_mean,
+        res,
+    })
 }
 
 fn gate_into(res: &mut ThriftySubspaceResult, g: &nb::Gate) {
@@ -319,51 +365,92 @@ struct Outcome {
     null: Vec<f64>,
 }
 
-fn subspace(prob: &Problem<'_>, o: &ThriftySubspaceOptions, basis: Option<Vec<f64>>, user_trains: Option<Vec<Vec<i64>>>) -> Res<Outcome> {
+fn subspace(
+    prob: &Problem<'_>,
+    o: &ThriftySubspaceOptions,
+    basis: Option<Vec<f64>>,
+    user_trains: Option<Vec<Vec<i64>>>,
+) -> Res<Outcome> {
     let (n, p) = (prob.n, prob.p);
     let mut k = at_least(o.n_components, "n_components", 1)?;
     if !(THRIFTY_METHOD_AUTO..=THRIFTY_METHOD_JACKKNIFE).contains(&o.method) {
-        return Err(Fail::kind("method", format!("must be one of THRIFTY_METHOD_* (0..=5), got {}", o.method)));
+        return Err(Fail::kind(
+            "method",
+            format!("must be one of THRIFTY_METHOD_* (0..=5), got {}", o.method),
+        ));
     }
     let rotate = match o.rotate {
         THRIFTY_ROTATE_NONE => Rotation::None,
         THRIFTY_ROTATE_VARIMAX => Rotation::Varimax,
-        other => return Err(Fail::kind("rotate", format!("must be THRIFTY_ROTATE_NONE (0) or _VARIMAX (1), got {other}"))),
+        other => {
+            return Err(Fail::kind(
+                "rotate",
+                format!("must be THRIFTY_ROTATE_NONE (0) or _VARIMAX (1), got {other}"),
+            ))
+        }
     };
     let level = o.confidence_level;
     if !(level.is_finite() && level > 0.0 && level < 1.0) {
-        return Err(Fail::invalid("confidence_level", format!("must be in (0, 1), got {level}")));
+        return Err(Fail::invalid(
+            "confidence_level",
+            format!("must be in (0, 1), got {level}"),
+        ));
     }
     if !(o.ridge_alpha.is_finite() && o.ridge_alpha > 0.0) {
-        return Err(Fail::invalid("ridge_alpha", format!("must be in (0, inf), got {}", o.ridge_alpha)));
+        return Err(Fail::invalid(
+            "ridge_alpha",
+            format!("must be in (0, inf), got {}", o.ridge_alpha),
+        ));
     }
     let nfeat = at_least(o.spca_n_features, "spca_n_features", 0)?;
     let jobs = threads(at_least(o.n_threads, "n_threads", 0)?);
     let learner = match o.learner {
         THRIFTY_LEARNER_PLS => Learner::Pls,
         THRIFTY_LEARNER_SPCA => Learner::Spca { n_features: nfeat },
-        THRIFTY_LEARNER_RIDGE => Learner::Ridge { alpha: o.ridge_alpha },
+        THRIFTY_LEARNER_RIDGE => Learner::Ridge {
+            alpha: o.ridge_alpha,
+        },
         THRIFTY_LEARNER_BASIS => {
             let b = basis.ok_or_else(|| Fail::null("options.basis"))?;
             let cols = b.len() / p;
             if k != 1 && k != cols {
-                return Err(Fail::invalid("n_components", format!("{k} does not match the basis' {cols} columns")));
+                return Err(Fail::invalid(
+                    "n_components",
+                    format!("{k} does not match the basis' {cols} columns"),
+                ));
             }
             k = cols;
             Learner::Basis { basis: b }
         }
-        other => return Err(Fail::kind("learner", format!("must be one of THRIFTY_LEARNER_* (0..=3), got {other}"))),
+        other => {
+            return Err(Fail::kind(
+                "learner",
+                format!("must be one of THRIFTY_LEARNER_* (0..=3), got {other}"),
+            ))
+        }
     };
     if k > p {
-        return Err(Fail::invalid("n_components", format!("{k} exceeds the number of features ({p})")));
+        return Err(Fail::invalid(
+            "n_components",
+            format!("{k} exceeds the number of features ({p})"),
+        ));
     }
     if n < k + 5 {
-        return Err(Fail::invalid("x", format!("has {n} rows, too few for n_components={k}: need at least n_components + 5 = {}", k + 5)));
+        return Err(Fail::invalid(
+            "x",
+            format!(
+                "has {n} rows, too few for n_components={k}: need at least n_components + 5 = {}",
+                k + 5
+            ),
+        ));
     }
     prob.data()?; // X, y, weights: finite, shapes, non-constant y, valid weights
     let n_const = prob.constant_columns();
     if n_const == p {
-        return Err(Fail::invalid("x", "every column is constant; there is nothing to learn from"));
+        return Err(Fail::invalid(
+            "x",
+            "every column is constant; there is nothing to learn from",
+        ));
     }
     let spec = Spec { learner, k, rotate };
     let g = prob.gate()?;
@@ -388,17 +475,30 @@ fn subspace(prob: &Problem<'_>, o: &ThriftySubspaceOptions, basis: Option<Vec<f6
         let trains: Vec<Vec<i64>> = match user_trains {
             None => {
                 let nsp = at_least(o.n_splits, "n_splits", 2)?;
-                nb::draw_splits(n, k, nsp, o.seed)?.into_iter().map(|s| s.train.into_iter().map(|i| i as i64).collect()).collect()
+                nb::draw_splits(n, k, nsp, o.seed)?
+                    .into_iter()
+                    .map(|s| s.train.into_iter().map(|i| i as i64).collect())
+                    .collect()
             }
             Some(t) => {
                 if t.iter().any(|s| s.len() < k + 2) {
-                    return Err(Fail::invalid("splits", format!("every split needs at least n_components + 2 = {} train rows", k + 2)));
+                    return Err(Fail::invalid(
+                        "splits",
+                        format!(
+                            "every split needs at least n_components + 2 = {} train rows",
+                            k + 2
+                        ),
+                    ));
                 }
                 t
             }
         };
         let permute = method == THRIFTY_METHOD_NB_PERMUTATION;
-        let b = if permute { at_least(o.n_perm, "n_perm", 1)? } else { 0 };
+        let b = if permute {
+            at_least(o.n_perm, "n_perm", 1)?
+        } else {
+            0
+        };
         let oc = run_nb(prob, &spec, &trains, permute, b, o.seed, level, jobs)?;
         let nb = &oc.res;
         res.p_value = oc.p_value;
@@ -416,37 +516,70 @@ fn subspace(prob: &Problem<'_>, o: &ThriftySubspaceOptions, basis: Option<Vec<f6
         res.n_test = oc.n_test;
         res.n_splits = trains.len() as i64;
         res.n_perm = b as i64;
-        return Ok(Outcome { res, r: oc.r, null: oc.null });
+        return Ok(Outcome {
+            res,
+            r: oc.r,
+            null: oc.null,
+        });
     }
 
     // baselines
     let folds = at_least(o.n_folds, "n_folds", 2)?;
     if folds > n {
-        return Err(Fail::invalid("n_folds", format!("{folds} exceeds the number of samples ({n})")));
+        return Err(Fail::invalid(
+            "n_folds",
+            format!("{folds} exceeds the number of samples ({n})"),
+        ));
     }
     let data = prob.data()?;
     if method == THRIFTY_METHOD_JACKKNIFE {
         if !matches!(spec.learner, Learner::Pls) {
-            return Err(Fail::invalid("method", "the jackknife is defined for the PLS learner only"));
+            return Err(Fail::invalid(
+                "method",
+                "the jackknife is defined for the PLS learner only",
+            ));
         }
         let seed = o.seed;
         let jk = with_threads(jobs, || baselines::jackknife(&data, k, folds, seed))??;
-        let pmin = if jk.p_values.iter().any(|v| v.is_nan()) { f64::NAN } else { jk.p_values.iter().cloned().fold(f64::INFINITY, f64::min) };
+        let pmin = if jk.p_values.iter().any(|v| v.is_nan()) {
+            f64::NAN
+        } else {
+            jk.p_values.iter().cloned().fold(f64::INFINITY, f64::min)
+        };
         let v = pmin * p as f64;
         res.p_value = if v < 1.0 { v } else { 1.0 };
-        res.statistic = if jk.t.iter().any(|v| v.is_nan()) { f64::NAN } else { jk.t.iter().map(|v| v.abs()).fold(f64::NEG_INFINITY, f64::max) };
+        res.statistic = if jk.t.iter().any(|v| v.is_nan()) {
+            f64::NAN
+        } else {
+            jk.t.iter()
+                .map(|v| v.abs())
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
         res.df = jk.df;
-        return Ok(Outcome { res, r: Vec::new(), null: Vec::new() });
+        return Ok(Outcome {
+            res,
+            r: Vec::new(),
+            null: Vec::new(),
+        });
     }
     let b = at_least(o.n_perm, "n_perm", 1)?;
     let pooled = method == THRIFTY_METHOD_CV_PERMUTATION_Q2;
-    let cv_spec = Spec { rotate: Rotation::None, ..spec };
+    let cv_spec = Spec {
+        rotate: Rotation::None,
+        ..spec
+    };
     let seed = o.seed;
-    let (observed, null) = with_threads(jobs, || baselines::cv_permutation(&data, &cv_spec, folds, seed, 0, b, pooled))??;
+    let (observed, null) = with_threads(jobs, || {
+        baselines::cv_permutation(&data, &cv_spec, folds, seed, 0, b, pooled)
+    })??;
     res.p_value = perm::permutation_p(observed, &null);
     res.statistic = observed;
     res.n_perm = b as i64;
-    Ok(Outcome { res, r: Vec::new(), null })
+    Ok(Outcome {
+        res,
+        r: Vec::new(),
+        null,
+    })
 }
 
 /// Read X (row-major), y, weights, the basis and the explicit splits of a call.
@@ -459,7 +592,13 @@ unsafe fn inputs<'a>(
     y: *const f64,
     weights: *const f64,
     o: &ThriftySubspaceOptions,
-) -> Res<(std::borrow::Cow<'a, [f64]>, &'a [f64], Option<&'a [f64]>, Option<Vec<f64>>, Option<Vec<Vec<i64>>>)> {
+) -> Res<(
+    std::borrow::Cow<'a, [f64]>,
+    &'a [f64],
+    Option<&'a [f64]>,
+    Option<Vec<f64>>,
+    Option<Vec<Vec<i64>>>,
+)> {
     let xs = matrix(x, n, p, layout, "x")?;
     let ys = slice(y, n, "y")?;
     let w = opt_slice(weights, n);
@@ -499,22 +638,38 @@ pub unsafe extern "C" fn thrifty_subspace_test(
     null_len: usize,
 ) -> i32 {
     guard(|| {
-        let o = if options.is_null() { ThriftySubspaceOptions::default() } else { *options };
+        let o = if options.is_null() {
+            ThriftySubspaceOptions::default()
+        } else {
+            *options
+        };
         if result_out.is_null() {
             return Err(Fail::null("result_out"));
         }
         let (xs, ys, w, basis, trains) = inputs(x, n, p, layout, y, weights, &o)?;
-        let prob = Problem { x: &xs, n, p, y: ys, w };
+        let prob = Problem {
+            x: &xs,
+            n,
+            p,
+            y: ys,
+            w,
+        };
         let oc = subspace(&prob, &o, basis, trains)?;
         if !r_out.is_null() {
             if r_len < oc.r.len() {
-                return Err(Fail::shape("r_out", format!("holds {r_len} values, {} are needed", oc.r.len())));
+                return Err(Fail::shape(
+                    "r_out",
+                    format!("holds {r_len} values, {} are needed", oc.r.len()),
+                ));
             }
             out(r_out, oc.r.len(), "r_out")?.copy_from_slice(&oc.r);
         }
         if !null_out.is_null() {
             if null_len < oc.null.len() {
-                return Err(Fail::shape("null_out", format!("holds {null_len} values, {} are needed", oc.null.len())));
+                return Err(Fail::shape(
+                    "null_out",
+                    format!("holds {null_len} values, {} are needed", oc.null.len()),
+                ));
             }
             out(null_out, oc.null.len(), "null_out")?.copy_from_slice(&oc.null);
         }
@@ -548,37 +703,74 @@ pub unsafe extern "C" fn thrifty_component_tests(
     p_len: usize,
 ) -> i32 {
     guard(|| {
-        let mut o = if options.is_null() { ThriftySubspaceOptions::default() } else { *options };
+        let mut o = if options.is_null() {
+            ThriftySubspaceOptions::default()
+        } else {
+            *options
+        };
         o.learner = THRIFTY_LEARNER_PLS;
         o.n_components = 1;
         if result_out.is_null() {
             return Err(Fail::null("result_out"));
         }
         let (xs, ys, w, _, user_trains) = inputs(x, n, p, layout, y, weights, &o)?;
-        let prob = Problem { x: &xs, n, p, y: ys, w };
+        let prob = Problem {
+            x: &xs,
+            n,
+            p,
+            y: ys,
+            w,
+        };
         prob.data()?;
         if !(alpha.is_finite() && alpha > 0.0 && alpha < 1.0) {
-            return Err(Fail::invalid("alpha", format!("must be in (0, 1), got {alpha}")));
+            return Err(Fail::invalid(
+                "alpha",
+                format!("must be in (0, 1), got {alpha}"),
+            ));
         }
         if !(THRIFTY_METHOD_AUTO..=THRIFTY_METHOD_NB_PERMUTATION).contains(&o.method) {
-            return Err(Fail::invalid("method", "must be THRIFTY_METHOD_AUTO, _NB or _NB_PERMUTATION"));
+            return Err(Fail::invalid(
+                "method",
+                "must be THRIFTY_METHOD_AUTO, _NB or _NB_PERMUTATION",
+            ));
         }
         let bound = p.min(n.saturating_sub(6));
-        let hmax = if max_components <= 0 { 10.min(bound) } else { max_components as usize };
+        let hmax = if max_components <= 0 {
+            10.min(bound)
+        } else {
+            max_components as usize
+        };
         if hmax < 1 || hmax > bound {
-            return Err(Fail::invalid("max_components", format!("must be in [1, min(n_features, n_samples - 6)] = [1, {bound}]")));
+            return Err(Fail::invalid(
+                "max_components",
+                format!("must be in [1, min(n_features, n_samples - 6)] = [1, {bound}]"),
+            ));
         }
         let pv = out(p_values_out, p_len, "p_values_out")?;
         if p_len < hmax {
-            return Err(Fail::shape("p_values_out", format!("holds {p_len} values, {hmax} are needed")));
+            return Err(Fail::shape(
+                "p_values_out",
+                format!("holds {p_len} values, {hmax} are needed"),
+            ));
         }
         let _ = at_least(o.n_threads, "n_threads", 0)?;
         if prob.constant_columns() == p {
-            return Err(Fail::invalid("x", "every column is constant; there is nothing to learn from"));
+            return Err(Fail::invalid(
+                "x",
+                "every column is constant; there is nothing to learn from",
+            ));
         }
         let g = prob.gate()?;
-        let mut run = if o.method == THRIFTY_METHOD_NB_PERMUTATION { THRIFTY_METHOD_NB_PERMUTATION } else { THRIFTY_METHOD_NB };
-        let mut result = ThriftyComponentResult { gate_reroute: g.reroute as i64, seed: o.seed, ..Default::default() };
+        let mut run = if o.method == THRIFTY_METHOD_NB_PERMUTATION {
+            THRIFTY_METHOD_NB_PERMUTATION
+        } else {
+            THRIFTY_METHOD_NB
+        };
+        let mut result = ThriftyComponentResult {
+            gate_reroute: g.reroute as i64,
+            seed: o.seed,
+            ..Default::default()
+        };
         if run == THRIFTY_METHOD_NB && g.reroute && o.force == 0 {
             run = THRIFTY_METHOD_NB_PERMUTATION;
             result.gate_rerouted = 1;
@@ -592,7 +784,11 @@ pub unsafe extern "C" fn thrifty_component_tests(
                 .collect(),
         };
         let data = prob.data()?;
-        let step_opts = ThriftySubspaceOptions { method: run, force: 1, ..o };
+        let step_opts = ThriftySubspaceOptions {
+            method: run,
+            force: 1,
+            ..o
+        };
         let mut steps = 0usize;
         for h in 1..=hmax {
             let deflated;
@@ -601,17 +797,32 @@ pub unsafe extern "C" fn thrifty_component_tests(
             } else {
                 match baselines::deflate(&data, h - 1) {
                     Ok(v) => deflated = v,
-                    Err(ThriftyError::InvalidArgument { .. } | ThriftyError::Shape { .. } | ThriftyError::NotFinite { .. }) => break,
+                    Err(
+                        ThriftyError::InvalidArgument { .. }
+                        | ThriftyError::Shape { .. }
+                        | ThriftyError::NotFinite { .. },
+                    ) => break,
                     Err(e) => return Err(e.into()),
                 }
                 let ymax = deflated.1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-                let (lo, hi) = deflated.1.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+                let (lo, hi) = deflated
+                    .1
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                        (a.min(v), b.max(v))
+                    });
                 if hi - lo <= 1e-12 * ymax {
                     break;
                 }
                 (&deflated.0, &deflated.1)
             };
-            let step = Problem { x: xr, n, p, y: yr, w: prob.w };
+            let step = Problem {
+                x: xr,
+                n,
+                p,
+                y: yr,
+                w: prob.w,
+            };
             match subspace(&step, &step_opts, None, Some(trains.clone())) {
                 Ok(oc) => {
                     pv[steps] = oc.res.p_value;
@@ -621,7 +832,13 @@ pub unsafe extern "C" fn thrifty_component_tests(
                     }
                     result.k_star = h as i64;
                 }
-                Err(f) if f.status == crate::THRIFTY_ERR_INVALID_ARGUMENT || f.status == crate::THRIFTY_ERR_SHAPE || f.status == crate::THRIFTY_ERR_NOT_FINITE => break,
+                Err(f)
+                    if f.status == crate::THRIFTY_ERR_INVALID_ARGUMENT
+                        || f.status == crate::THRIFTY_ERR_SHAPE
+                        || f.status == crate::THRIFTY_ERR_NOT_FINITE =>
+                {
+                    break
+                }
                 Err(f) => return Err(f),
             }
         }

@@ -39,7 +39,10 @@ fn algorithm(code: i32) -> Res<Algorithm> {
     match code {
         THRIFTY_KMEANS_HARTIGAN => Ok(Algorithm::Hartigan),
         THRIFTY_KMEANS_LLOYD => Ok(Algorithm::Lloyd),
-        other => Err(Fail::kind("algorithm", format!("must be THRIFTY_KMEANS_HARTIGAN (0) or THRIFTY_KMEANS_LLOYD (1), got {other}"))),
+        other => Err(Fail::kind(
+            "algorithm",
+            format!("must be THRIFTY_KMEANS_HARTIGAN (0) or THRIFTY_KMEANS_LLOYD (1), got {other}"),
+        )),
     }
 }
 
@@ -97,15 +100,31 @@ pub unsafe extern "C" fn thrifty_kmeans_fit(
                 init_rm = matrix(init_centers, k, d, layout, "init_centers")?;
                 Init::Centers(&init_rm[..])
             }
-            other => return Err(Fail::kind("init", format!("must be one of THRIFTY_INIT_KMEANSPP/RANDOM/CENTERS (0/1/2), got {other}"))),
+            other => {
+                return Err(Fail::kind(
+                    "init",
+                    format!(
+                        "must be one of THRIFTY_INIT_KMEANSPP/RANDOM/CENTERS (0/1/2), got {other}"
+                    ),
+                ))
+            }
         };
         let centers = out(centers_out, kd, "centers_out")?;
         let labels = out(labels_out, n, "labels_out")?;
         if info_out.is_null() {
             return Err(Fail::null("info_out"));
         }
-        let params = Params { n_clusters: k, n_init, max_iter, tol, algorithm: alg, seed };
-        let fit = with_threads(threads(n_threads), || kmeans::fit(&xs, n, d, w, init_kind, &params))??;
+        let params = Params {
+            n_clusters: k,
+            n_init,
+            max_iter,
+            tol,
+            algorithm: alg,
+            seed,
+        };
+        let fit = with_threads(threads(n_threads), || {
+            kmeans::fit(&xs, n, d, w, init_kind, &params)
+        })??;
         let run = &fit.run;
         write_matrix(centers, &run.centers, k, d, layout);
         for (l, &v) in labels.iter_mut().zip(&run.labels) {
@@ -116,7 +135,13 @@ pub unsafe extern "C" fn thrifty_kmeans_fit(
             out(withinss_out, k, "withinss_out")?.copy_from_slice(&wss);
         }
         if !init_centers_out.is_null() {
-            write_matrix(out(init_centers_out, kd, "init_centers_out")?, &fit.init_centers, k, d, layout);
+            write_matrix(
+                out(init_centers_out, kd, "init_centers_out")?,
+                &fit.init_centers,
+                k,
+                d,
+                layout,
+            );
         }
         let mut distinct: Vec<&[f64]> = run.centers.chunks_exact(d).collect();
         distinct.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
@@ -134,7 +159,14 @@ pub unsafe extern "C" fn thrifty_kmeans_fit(
 }
 
 /// Weighted within-cluster sums of squares about the given centres.
-fn withinss(x: &[f64], d: usize, w: Option<&[f64]>, centers: &[f64], labels: &[u32], k: usize) -> Vec<f64> {
+fn withinss(
+    x: &[f64],
+    d: usize,
+    w: Option<&[f64]>,
+    centers: &[f64],
+    labels: &[u32],
+    k: usize,
+) -> Vec<f64> {
     let mut out = vec![0.0; k];
     for (i, (row, &l)) in x.chunks_exact(d).zip(labels).enumerate() {
         let c = &centers[l as usize * d..(l as usize + 1) * d];
@@ -158,7 +190,14 @@ fn totss(x: &[f64], d: usize, w: Option<&[f64]>) -> f64 {
     mean.iter_mut().for_each(|m| *m /= wsum);
     x.chunks_exact(d)
         .enumerate()
-        .map(|(i, row)| w.map_or(1.0, |w| w[i]) * row.iter().zip(&mean).map(|(a, m)| (a - m) * (a - m)).sum::<f64>())
+        .map(|(i, row)| {
+            w.map_or(1.0, |w| w[i])
+                * row
+                    .iter()
+                    .zip(&mean)
+                    .map(|(a, m)| (a - m) * (a - m))
+                    .sum::<f64>()
+        })
         .sum()
 }
 

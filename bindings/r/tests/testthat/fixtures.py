@@ -8,13 +8,20 @@ the C ABI) and requires them to be identical. Indices are written 0-based.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import warnings
 
 import numpy as np
-
 from thrifty.cluster import HartiganKMeans
-from thrifty.dpp import Coreset, LEnsemble, ProjectionDPP, greedy_map, select_entropy, select_mutual_information
+from thrifty.dpp import (
+    Coreset,
+    LEnsemble,
+    ProjectionDPP,
+    greedy_map,
+    select_entropy,
+    select_mutual_information,
+)
 from thrifty.inference import component_tests, subspace_test
 
 
@@ -36,89 +43,184 @@ def main(path: str) -> None:
     wk = rng.uniform(0.5, 2.0, size=600)
     out["kmeans_x"], out["kmeans_w"] = mat(xk), [float(v) for v in wk]
     km = HartiganKMeans(4, random_state=11, n_init=3).fit(xk)
-    out["kmeans_hartigan"] = dict(labels=ints(km.labels_), centers=mat(km.cluster_centers_), inertia=km.inertia_, n_iter=km.n_iter_)
-    kl = HartiganKMeans(4, random_state=12, algorithm="lloyd", max_iter=100, tol=0.0).fit(xk, sample_weight=wk)
-    out["kmeans_lloyd_weighted"] = dict(labels=ints(kl.labels_), centers=mat(kl.cluster_centers_), inertia=kl.inertia_, n_iter=kl.n_iter_)
+    out["kmeans_hartigan"] = {
+        "labels": ints(km.labels_),
+        "centers": mat(km.cluster_centers_),
+        "inertia": km.inertia_,
+        "n_iter": km.n_iter_,
+    }
+    kl = HartiganKMeans(
+        4, random_state=12, algorithm="lloyd", max_iter=100, tol=0.0
+    ).fit(xk, sample_weight=wk)
+    out["kmeans_lloyd_weighted"] = {
+        "labels": ints(kl.labels_),
+        "centers": mat(kl.cluster_centers_),
+        "inertia": kl.inertia_,
+        "n_iter": kl.n_iter_,
+    }
     init = xk[[0, 150, 300, 450]]
     ki = HartiganKMeans(4, init=init, n_init=1, tol=0.0).fit(xk)
-    out["kmeans_init"] = dict(init=mat(init), labels=ints(ki.labels_), centers=mat(ki.cluster_centers_), inertia=ki.inertia_)
+    out["kmeans_init"] = {
+        "init": mat(init),
+        "labels": ints(ki.labels_),
+        "centers": mat(ki.cluster_centers_),
+        "inertia": ki.inertia_,
+    }
     out["kmeans_predict"] = ints(km.predict(xk[:50] + 0.3))
 
     # subspace tests: n = 150, p = 15, two informative directions
     xs = rng.normal(size=(150, 15))
     ys = xs[:, 0] + 0.6 * xs[:, 1] + rng.normal(size=150)
     ws = rng.uniform(0.5, 1.5, size=150)
-    out["sub_x"], out["sub_y"], out["sub_w"] = mat(xs), [float(v) for v in ys], [float(v) for v in ws]
+    out["sub_x"], out["sub_y"], out["sub_w"] = (
+        mat(xs),
+        [float(v) for v in ys],
+        [float(v) for v in ws],
+    )
     tests = {}
     cases = {
-        "nb": dict(random_state=5),
-        "nb_k2_weighted": dict(n_components=2, sample_weight=ws, random_state=6),
-        "nb_permutation": dict(method="nb-permutation", n_perm=199, n_splits=20, random_state=7),
-        "spca": dict(learner="spca", n_components=2, random_state=8, n_splits=30),
-        "ridge": dict(learner="ridge", random_state=9, ridge_alpha=3.0),
-        "pls_varimax": dict(n_components=3, rotate="varimax", random_state=9),
-        "cv_q2": dict(method="cv-permutation-q2", n_perm=99, random_state=10),
-        "perm_score": dict(method="permutation-score", n_perm=99, learner="spca", random_state=10),
-        "jackknife": dict(method="jackknife", n_components=2, n_folds=10, random_state=11),
-        "basis": dict(learner=np.eye(15)[:, :2], random_state=12),
+        "nb": {"random_state": 5},
+        "nb_k2_weighted": {"n_components": 2, "sample_weight": ws, "random_state": 6},
+        "nb_permutation": {
+            "method": "nb-permutation",
+            "n_perm": 199,
+            "n_splits": 20,
+            "random_state": 7,
+        },
+        "spca": {
+            "learner": "spca",
+            "n_components": 2,
+            "random_state": 8,
+            "n_splits": 30,
+        },
+        "ridge": {"learner": "ridge", "random_state": 9, "ridge_alpha": 3.0},
+        "pls_varimax": {"n_components": 3, "rotate": "varimax", "random_state": 9},
+        "cv_q2": {"method": "cv-permutation-q2", "n_perm": 99, "random_state": 10},
+        "perm_score": {
+            "method": "permutation-score",
+            "n_perm": 99,
+            "learner": "spca",
+            "random_state": 10,
+        },
+        "jackknife": {
+            "method": "jackknife",
+            "n_components": 2,
+            "n_folds": 10,
+            "random_state": 11,
+        },
+        "basis": {"learner": np.eye(15)[:, :2], "random_state": 12},
     }
     for name, kw in cases.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = subspace_test(xs, ys, **kw)
-        tests[name] = dict(p_value=res.p_value, statistic=res.statistic, t=res.t, df=res.df, r=[float(v) for v in res.r],
-                           ci=[float(v) for v in res.ci], method=res.method,
-                           null=None if res.null_distribution is None else [float(v) for v in res.null_distribution])
+        tests[name] = {
+            "p_value": res.p_value,
+            "statistic": res.statistic,
+            "t": res.t,
+            "df": res.df,
+            "r": [float(v) for v in res.r],
+            "ci": [float(v) for v in res.ci],
+            "method": res.method,
+            "null": None
+            if res.null_distribution is None
+            else [float(v) for v in res.null_distribution],
+        }
     splits = [np.sort(np.random.default_rng(s).permutation(150)[:90]) for s in range(4)]
     res = subspace_test(xs, ys, splits=splits, random_state=13)
-    tests["explicit_splits"] = dict(p_value=res.p_value, statistic=res.statistic, t=res.t, df=res.df, r=[float(v) for v in res.r],
-                                    ci=[float(v) for v in res.ci], method=res.method, null=None)
+    tests["explicit_splits"] = {
+        "p_value": res.p_value,
+        "statistic": res.statistic,
+        "t": res.t,
+        "df": res.df,
+        "r": [float(v) for v in res.r],
+        "ci": [float(v) for v in res.ci],
+        "method": res.method,
+        "null": None,
+    }
     out["splits"] = [ints(s) for s in splits]
     # few columns: the gate reroutes to NB-permutation
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = subspace_test(xs[:, :3], ys, random_state=14, n_perm=99)
-    tests["gate"] = dict(p_value=res.p_value, statistic=res.statistic, t=res.t, df=res.df, r=[float(v) for v in res.r],
-                         ci=[float(v) for v in res.ci], method=res.method, null=[float(v) for v in res.null_distribution])
+    tests["gate"] = {
+        "p_value": res.p_value,
+        "statistic": res.statistic,
+        "t": res.t,
+        "df": res.df,
+        "r": [float(v) for v in res.r],
+        "ci": [float(v) for v in res.ci],
+        "method": res.method,
+        "null": [float(v) for v in res.null_distribution],
+    }
     out["subspace"] = tests
     ct = component_tests(xs, ys, random_state=3, n_splits=30)
-    out["components"] = dict(k_star=ct.k_star, p_values=[float(v) for v in ct.p_values])
+    out["components"] = {
+        "k_star": ct.k_star,
+        "p_values": [float(v) for v in ct.p_values],
+    }
 
     # DPPs
     f = rng.normal(size=(300, 6))
     out["dpp_f"] = mat(f)
-    out["projection"] = ints(ProjectionDPP.from_features(f).sample_many(5, random_state=9))
-    out["projection_chain"] = ints(ProjectionDPP.from_features(f, method="chain").sample_many(3, random_state=10))
+    out["projection"] = ints(
+        ProjectionDPP.from_features(f).sample_many(5, random_state=9)
+    )
+    out["projection_chain"] = ints(
+        ProjectionDPP.from_features(f, method="chain").sample_many(3, random_state=10)
+    )
     fl = rng.normal(size=(60, 4))
     out["dpp_fl"] = mat(fl)
-    out["lensemble"] = [ints(s) for s in LEnsemble(features=fl).sample_many(6, random_state=4)]
+    out["lensemble"] = [
+        ints(s) for s in LEnsemble(features=fl).sample_many(6, random_state=4)
+    ]
     lk = fl @ fl.T + 0.1 * np.eye(60)
     out["dpp_l"] = mat(lk)
-    out["lensemble_kernel"] = [ints(s) for s in LEnsemble(L=lk).sample_many(4, random_state=5)]
+    out["lensemble_kernel"] = [
+        ints(s) for s in LEnsemble(L=lk).sample_many(4, random_state=5)
+    ]
     out["kdpp"] = ints(LEnsemble(L=lk).sample_k_many(3, 5, random_state=2))
     xc = rng.uniform(size=(800, 2))
     out["coreset_x"] = mat(xc)
     cs = {}
     for name, kw in {
-        "haar": dict(random_state=1),
-        "haar_quantile": dict(random_state=2, split="quantile"),
-        "ope": dict(kernel="ope", random_state=3),
-        "ope_jacobi_selfnorm": dict(kernel="ope", random_state=4, jacobi_params=(0.5, -0.5), weights="self_normalized"),
-        "daubechies": dict(kernel="daubechies", random_state=5),
+        "haar": {"random_state": 1},
+        "haar_quantile": {"random_state": 2, "split": "quantile"},
+        "ope": {"kernel": "ope", "random_state": 3},
+        "ope_jacobi_selfnorm": {
+            "kernel": "ope",
+            "random_state": 4,
+            "jacobi_params": (0.5, -0.5),
+            "weights": "self_normalized",
+        },
+        "daubechies": {"kernel": "daubechies", "random_state": 5},
     }.items():
         m = 10 if kw.get("kernel") == "ope" else 16
         c = Coreset(xc, m, **kw)
-        cs[name] = dict(m=m, indices=ints(c.indices), weights=[float(v) for v in c.weights])
+        cs[name] = {
+            "m": m,
+            "indices": ints(c.indices),
+            "weights": [float(v) for v in c.weights],
+        }
     out["coresets"] = cs
     z = rng.normal(size=(50, 8))
     cov = z @ z.T
     out["cov"], out["dpp_z"] = mat(cov), mat(z)
     se = select_entropy(cov, 5)
-    out["select_entropy"] = dict(indices=ints(se.indices), pivots=[float(v) for v in se.conditional_variances])
+    out["select_entropy"] = {
+        "indices": ints(se.indices),
+        "pivots": [float(v) for v in se.conditional_variances],
+    }
     gm = greedy_map(features=z, k=4)
-    out["greedy_map"] = dict(indices=ints(gm.indices), pivots=[float(v) for v in gm.conditional_variances])
+    out["greedy_map"] = {
+        "indices": ints(gm.indices),
+        "pivots": [float(v) for v in gm.conditional_variances],
+    }
     mi = select_mutual_information(cov + np.eye(50), 4)
-    out["select_mi"] = dict(indices=ints(mi.indices), gains=[float(v) for v in mi.gains])
+    out["select_mi"] = {
+        "indices": ints(mi.indices),
+        "gains": [float(v) for v in mi.gains],
+    }
     with open(path, "w") as fh:
         json.dump(finite(out), fh, allow_nan=False)
 
@@ -126,7 +228,7 @@ def main(path: str) -> None:
 def finite(v: object) -> object:
     """NaN -> null (JSON has no NaN; R reads null as NA)."""
     if isinstance(v, float):
-        return None if v != v else v
+        return None if math.isnan(v) else v
     if isinstance(v, dict):
         return {k: finite(x) for k, x in v.items()}
     if isinstance(v, list):
