@@ -443,6 +443,25 @@ int32_t thrifty_subspace_test(const double *x,
                               double *null_out,
                               uintptr_t null_len);
 
+// The subspace test for a multi-column response (PLS2): `y` is n × m in the call's `layout`
+// (m ≥ 1; m = 1 is the single-response test). The directions are fitted to all columns, every
+// column is refitted on the k train scores, and a split's r pools the columns (train-standardised
+// units). Only the PLS learner and methods AUTO, NB and NB_PERMUTATION apply; other arguments as
+// `thrifty_subspace_test`. Same seed, same result as the Python function with a 2-D `y`.
+int32_t thrifty_subspace_test_multi(const double *x,
+                                    uintptr_t n,
+                                    uintptr_t p,
+                                    int32_t layout,
+                                    const double *y,
+                                    uintptr_t m,
+                                    const double *weights,
+                                    const struct ThriftySubspaceOptions *options,
+                                    struct ThriftySubspaceResult *result_out,
+                                    double *r_out,
+                                    uintptr_t r_len,
+                                    double *null_out,
+                                    uintptr_t null_len);
+
 // Per-component fixed-sequence test over the PLS extraction order (see
 // `thrifty.inference.component_tests`): step h deflates h−1 PLS components from X and y (fitted on
 // all rows) and tests the residual with a one-component test on the same splits; the sequence

@@ -655,26 +655,236 @@ pub unsafe extern "C" fn thrifty_subspace_test(
             w,
         };
         let oc = subspace(&prob, &o, basis, trains)?;
-        if !r_out.is_null() {
-            if r_len < oc.r.len() {
-                return Err(Fail::shape(
-                    "r_out",
-                    format!("holds {r_len} values, {} are needed", oc.r.len()),
-                ));
-            }
-            out(r_out, oc.r.len(), "r_out")?.copy_from_slice(&oc.r);
-        }
-        if !null_out.is_null() {
-            if null_len < oc.null.len() {
-                return Err(Fail::shape(
-                    "null_out",
-                    format!("holds {null_len} values, {} are needed", oc.null.len()),
-                ));
-            }
-            out(null_out, oc.null.len(), "null_out")?.copy_from_slice(&oc.null);
-        }
+        write_vectors(&oc, r_out, r_len, null_out, null_len)?;
         put(result_out, oc.res, "result_out")
     })
+}
+
+/// The PLS2 branch of Python's `subspace_test` (a response with m > 1 columns, row-major n × m).
+fn subspace_pls2(
+    prob: &Problem<'_>,
+    y: &[f64],
+    m: usize,
+    o: &ThriftySubspaceOptions,
+    user_trains: Option<Vec<Vec<i64>>>,
+) -> Res<Outcome> {
+    let (n, p) = (prob.n, prob.p);
+    let k = at_least(o.n_components, "n_components", 1)?;
+    if o.learner != THRIFTY_LEARNER_PLS {
+        return Err(Fail::invalid(
+            "learner",
+            "a multi-column y (PLS2) needs the PLS learner",
+        ));
+    }
+    if !(THRIFTY_METHOD_AUTO..=THRIFTY_METHOD_NB_PERMUTATION).contains(&o.method) {
+        return Err(Fail::invalid(
+            "method",
+            "a multi-column y (PLS2) supports THRIFTY_METHOD_AUTO, _NB or _NB_PERMUTATION",
+        ));
+    }
+    if o.rotate != THRIFTY_ROTATE_NONE {
+        return Err(Fail::invalid(
+            "rotate",
+            "is not supported with a multi-column y (PLS2)",
+        ));
+    }
+    let level = o.confidence_level;
+    if !(level.is_finite() && level > 0.0 && level < 1.0) {
+        return Err(Fail::invalid(
+            "confidence_level",
+            format!("must be in (0, 1), got {level}"),
+        ));
+    }
+    let jobs = threads(at_least(o.n_threads, "n_threads", 0)?);
+    if y.iter().any(|v| !v.is_finite()) {
+        return Err(ThriftyError::NotFinite { arg: "y" }.into());
+    }
+    let constant = |c: usize| (0..n).all(|i| y[i * m + c] == y[c]);
+    if (0..m).all(constant) {
+        return Err(Fail::invalid(
+            "y",
+            "every column is constant (zero variance); there is nothing to predict",
+        ));
+    }
+    if k > p {
+        return Err(Fail::invalid(
+            "n_components",
+            format!("{k} exceeds the number of features ({p})"),
+        ));
+    }
+    if n < k + 5 {
+        return Err(Fail::invalid(
+            "x",
+            format!(
+                "has {n} rows, too few for n_components={k}: need at least n_components + 5 = {}",
+                k + 5
+            ),
+        ));
+    }
+    let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let data = Data::new(prob.x, n, p, &index, prob.w)?; // Data's own response is not used by PLS2
+    let n_const = prob.constant_columns();
+    if n_const == p {
+        return Err(Fail::invalid(
+            "x",
+            "every column is constant; there is nothing to learn from",
+        ));
+    }
+    let g = prob.gate()?;
+    let mut res = ThriftySubspaceResult::empty();
+    gate_into(&mut res, &g);
+    res.seed = o.seed;
+    res.n_components = k as i64;
+    res.n_constant_columns = n_const as i64;
+    let mut method = o.method;
+    if method != THRIFTY_METHOD_NB_PERMUTATION {
+        if g.reroute && o.force == 0 {
+            method = THRIFTY_METHOD_NB_PERMUTATION;
+            res.gate_rerouted = 1;
+        } else {
+            method = THRIFTY_METHOD_NB;
+            res.gate_forced = (g.reroute && o.force != 0) as i64;
+        }
+    }
+    res.method = method;
+    let trains: Vec<Vec<i64>> = match user_trains {
+        None => nb::draw_splits(n, k, at_least(o.n_splits, "n_splits", 2)?, o.seed)?
+            .into_iter()
+            .map(|s| s.train.into_iter().map(|i| i as i64).collect())
+            .collect(),
+        Some(t) => {
+            if t.iter().any(|s| s.len() < k + 2) {
+                return Err(Fail::invalid(
+                    "splits",
+                    format!(
+                        "every split needs at least n_components + 2 = {} train rows",
+                        k + 2
+                    ),
+                ));
+            }
+            t
+        }
+    };
+    let splits = nb::splits_from_train(n, k, &trains)?;
+    let n_tr: Vec<f64> = trains.iter().map(|t| t.len() as f64).collect();
+    let n_te: Vec<f64> = n_tr.iter().map(|&t| n as f64 - t).collect();
+    let ratios: Vec<f64> = n_te.iter().zip(&n_tr).map(|(a, b)| a / b).collect();
+    let pls2 = |yy: &[f64]| {
+        with_threads(jobs, || {
+            thrifty_core::inference::pls2::pls2_split_correlations(&data, yy, m, k, &splits)
+        })
+    };
+    let r = pls2(y)??;
+    let t = nb::nb_test(&r, numpy_mean(&ratios), None, level)?;
+    let mut null = Vec::new();
+    res.p_value = t.p_value;
+    if method == THRIFTY_METHOD_NB_PERMUTATION {
+        let b = at_least(o.n_perm, "n_perm", 1)?;
+        // permutation b as the core draws it, rows of Y permuted (Python's _pls2_permutation_null)
+        for pb in 0..b as u64 {
+            let pi = perm::permutation(n, o.seed, pb);
+            let yp: Vec<f64> = pi
+                .iter()
+                .flat_map(|&i| y[i * m..(i + 1) * m].iter().copied())
+                .collect();
+            null.push(nb::mean_z(&pls2(&yp)??));
+        }
+        res.p_value = perm::permutation_p(t.z_mean, &null);
+        res.n_perm = b as i64;
+    }
+    res.statistic = t.statistic;
+    res.t = t.t;
+    res.df = t.df;
+    res.z_mean = t.z_mean;
+    res.z_sd = t.z_sd;
+    res.se = t.se;
+    res.rho_hat = t.rho_hat;
+    res.r2 = t.statistic * t.statistic;
+    res.ci_low = t.ci_low;
+    res.ci_high = t.ci_high;
+    res.n_train = numpy_mean(&n_tr);
+    res.n_test = numpy_mean(&n_te);
+    res.n_splits = trains.len() as i64;
+    Ok(Outcome { res, r, null })
+}
+
+/// The subspace test for a multi-column response (PLS2): `y` is n × m in the call's `layout`
+/// (m ≥ 1; m = 1 is the single-response test). The directions are fitted to all columns, every
+/// column is refitted on the k train scores, and a split's r pools the columns (train-standardised
+/// units). Only the PLS learner and methods AUTO, NB and NB_PERMUTATION apply; other arguments as
+/// `thrifty_subspace_test`. Same seed, same result as the Python function with a 2-D `y`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn thrifty_subspace_test_multi(
+    x: *const f64,
+    n: usize,
+    p: usize,
+    layout: i32,
+    y: *const f64,
+    m: usize,
+    weights: *const f64,
+    options: *const ThriftySubspaceOptions,
+    result_out: *mut ThriftySubspaceResult,
+    r_out: *mut f64,
+    r_len: usize,
+    null_out: *mut f64,
+    null_len: usize,
+) -> i32 {
+    if m == 1 {
+        return thrifty_subspace_test(
+            x, n, p, layout, y, weights, options, result_out, r_out, r_len, null_out, null_len,
+        );
+    }
+    guard(|| {
+        let o = if options.is_null() {
+            ThriftySubspaceOptions::default()
+        } else {
+            *options
+        };
+        if result_out.is_null() {
+            return Err(Fail::null("result_out"));
+        }
+        let (xs, _, w, _, trains) = inputs(x, n, p, layout, y, weights, &o)?;
+        let ym = matrix(y, n, m, layout, "y")?;
+        let prob = Problem {
+            x: &xs,
+            n,
+            p,
+            y: &[],
+            w,
+        };
+        let oc = subspace_pls2(&prob, &ym, m, &o, trains)?;
+        write_vectors(&oc, r_out, r_len, null_out, null_len)?;
+        put(result_out, oc.res, "result_out")
+    })
+}
+
+unsafe fn write_vectors(
+    oc: &Outcome,
+    r_out: *mut f64,
+    r_len: usize,
+    null_out: *mut f64,
+    null_len: usize,
+) -> Res<()> {
+    if !r_out.is_null() {
+        if r_len < oc.r.len() {
+            return Err(Fail::shape(
+                "r_out",
+                format!("holds {r_len} values, {} are needed", oc.r.len()),
+            ));
+        }
+        out(r_out, oc.r.len(), "r_out")?.copy_from_slice(&oc.r);
+    }
+    if !null_out.is_null() {
+        if null_len < oc.null.len() {
+            return Err(Fail::shape(
+                "null_out",
+                format!("holds {null_len} values, {} are needed", oc.null.len()),
+            ));
+        }
+        out(null_out, oc.null.len(), "null_out")?.copy_from_slice(&oc.null);
+    }
+    Ok(())
 }
 
 /// Per-component fixed-sequence test over the PLS extraction order (see

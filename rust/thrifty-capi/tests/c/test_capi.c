@@ -306,6 +306,39 @@ static void test_inference(void) {
   EXPECT_OK(thrifty_subspace_options_init(&o));
   EXPECT_ERR(thrifty_subspace_test(x, n, p, 0, y, wneg, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_INVALID_ARGUMENT);
 
+  /* PLS2: a two-column response; m = 1 is the single-response test */
+  double y2[240];
+  for (size_t i = 0; i < n; i++) y2[i * 2] = y[i], y2[i * 2 + 1] = x[i * p + 1] + gauss();
+  double *y2c = to_col(y2, n, 2);
+  EXPECT_OK(thrifty_subspace_options_init(&o));
+  o.seed = 4, o.n_splits = 10;
+  EXPECT_OK(thrifty_subspace_test_multi(x, n, p, THRIFTY_ROW_MAJOR, y2, 2, NULL, &o, &res, r, 10, NULL, 0));
+  CHECK(res.method == THRIFTY_METHOD_NB && res.p_value < 1e-4 && res.n_splits == 10 && isnan(res.rho_hat));
+  EXPECT_OK(thrifty_subspace_test_multi(xc, n, p, THRIFTY_COL_MAJOR, y2c, 2, NULL, &o, &res_c, r_c, 10, NULL, 0));
+  CHECK(res.p_value == res_c.p_value && memcmp(r, r_c, 10 * sizeof(double)) == 0);
+  o.method = THRIFTY_METHOD_NB_PERMUTATION, o.n_perm = 15;
+  EXPECT_OK(thrifty_subspace_test_multi(x, n, p, THRIFTY_ROW_MAJOR, y2, 2, wts, &o, &res, NULL, 0, null_z, 15));
+  CHECK(res.n_perm == 15 && fabs(res.p_value - 1.0 / 16.0) < 1e-12);
+  EXPECT_OK(thrifty_subspace_options_init(&o));
+  o.seed = 7;
+  EXPECT_OK(thrifty_subspace_test_multi(x, n, p, THRIFTY_ROW_MAJOR, y, 1, NULL, &o, &res_c, NULL, 0, NULL, 0));
+  EXPECT_ERR(thrifty_subspace_test_multi(x, n, p, 0, NULL, 2, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_NULL_POINTER);
+  EXPECT_ERR(thrifty_subspace_test_multi(x, n, p, 0, y2, 0, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_SHAPE);
+  EXPECT_ERR(thrifty_subspace_test_multi(x, n, p, 0, y2, 2, NULL, &o, NULL, NULL, 0, NULL, 0), THRIFTY_ERR_NULL_POINTER);
+  o.learner = THRIFTY_LEARNER_SPCA;
+  EXPECT_ERR(thrifty_subspace_test_multi(x, n, p, 0, y2, 2, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_INVALID_ARGUMENT);
+  o.learner = THRIFTY_LEARNER_PLS, o.method = THRIFTY_METHOD_JACKKNIFE;
+  EXPECT_ERR(thrifty_subspace_test_multi(x, n, p, 0, y2, 2, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_INVALID_ARGUMENT);
+  o.method = 0, o.rotate = THRIFTY_ROTATE_VARIMAX;
+  EXPECT_ERR(thrifty_subspace_test_multi(x, n, p, 0, y2, 2, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_INVALID_ARGUMENT);
+  o.rotate = 0;
+  EXPECT_ERR(thrifty_subspace_test_multi(x, n, p, 0, y2, 2, NULL, &o, &res, r, 3, NULL, 0), THRIFTY_ERR_SHAPE);
+  y2[5] = NAN;
+  EXPECT_ERR(thrifty_subspace_test_multi(x, n, p, 0, y2, 2, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_NOT_FINITE);
+  for (size_t i = 0; i < 2 * n; i++) y2[i] = 1.0;
+  EXPECT_ERR(thrifty_subspace_test_multi(x, n, p, 0, y2, 2, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_INVALID_ARGUMENT);
+  free(y2c);
+
   /* component tests: two informative directions */
   ThriftyComponentResult cr;
   double pv[10];
