@@ -46,7 +46,9 @@
 #' to those of the Python function \code{thrifty.inference.subspace_test(..., random_state = seed)}.
 #'
 #' @param x Numeric matrix or data frame (n x p), no missing values.
-#' @param y Numeric response of length n (not constant).
+#' @param y Numeric response of length n (not constant), or an n x m matrix: then the learner is
+#'   PLS2 (\code{learner = "pls"}, methods \code{"auto"}, \code{"nb"}, \code{"nb-permutation"}):
+#'   the directions are fitted to all columns and a split's r pools the columns.
 #' @param ncomp Number of directions k (1 <= k <= p, n >= k + 5).
 #' @param learner \code{"pls"}, \code{"spca"}, \code{"ridge"} (one direction), or a numeric p x k
 #'   matrix: a fixed basis applied to x centred by the train mean.
@@ -86,8 +88,16 @@ subspace_test <- function(x, y, ncomp = 1L, learner = "pls",
   dname <- paste(deparse1(substitute(x)), "and", deparse1(substitute(y)))
   xm <- .as_data_matrix(x, "x")
   n <- nrow(xm)
-  yv <- .as_vector(y, "y", n)
-  if (diff(range(yv)) == 0) stop("y is constant (zero variance); there is nothing to predict", call. = FALSE)
+  if ((is.matrix(y) || is.data.frame(y)) && NCOL(y) > 1L) {
+    yv <- .as_data_matrix(y, "y")
+    if (nrow(yv) != n) stop(sprintf("y has %d rows, x has %d", nrow(yv), n), call. = FALSE)
+    if (all(apply(yv, 2, function(v) diff(range(v)) == 0))) {
+      stop("every column of y is constant (zero variance); there is nothing to predict", call. = FALSE)
+    }
+  } else {
+    yv <- .as_vector(y, "y", n)
+    if (diff(range(yv)) == 0) stop("y is constant (zero variance); there is nothing to predict", call. = FALSE)
+  }
   w <- .as_weights(weights, n)
   m <- .match(method, .methods, "method")
   basis <- NULL

@@ -146,8 +146,12 @@ SEXP thrifty_r_subspace_test(SEXP x, SEXP y, SEXP weights, SEXP opts) {
   double *r = (double *)R_alloc(r_len + 1, sizeof(double));
   double *nul = (double *)R_alloc(null_len + 1, sizeof(double));
   ThriftySubspaceResult res;
-  check_status(thrifty_subspace_test(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), opt_real(weights), &o, &res, r,
-                                     r_len, nul, null_len));
+  if (Rf_isMatrix(y) && Rf_ncols(y) > 1) /* PLS2: a multi-column response */
+    check_status(thrifty_subspace_test_multi(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), (size_t)Rf_ncols(y),
+                                             opt_real(weights), &o, &res, r, r_len, nul, null_len));
+  else
+    check_status(thrifty_subspace_test(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), opt_real(weights), &o, &res, r,
+                                       r_len, nul, null_len));
   const char *names[] = {"p_value", "statistic", "t", "df", "z_mean", "z_sd", "se", "rho_hat", "r2", "ci_low",
                          "ci_high", "n_train", "n_test", "method", "n_components", "n_constant_columns", "seed",
                          "gate_n_eff", "gate_stable_rank", "gate_n_columns", "gate_reroute", "gate_rerouted",

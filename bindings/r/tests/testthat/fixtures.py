@@ -153,6 +153,31 @@ def main(path: str) -> None:
         "method": res.method,
         "null": [float(v) for v in res.null_distribution],
     }
+    ym = np.column_stack([ys, xs[:, 2] + rng.normal(size=150)])
+    out["sub_y2"] = mat(ym)
+    for name, kw in {
+        "pls2": {"n_components": 2, "random_state": 15},
+        "pls2_perm": {
+            "method": "nb-permutation",
+            "n_perm": 49,
+            "n_splits": 10,
+            "sample_weight": ws,
+            "random_state": 16,
+        },
+    }.items():
+        res = subspace_test(xs, ym, **kw)
+        tests[name] = {
+            "p_value": res.p_value,
+            "statistic": res.statistic,
+            "t": res.t,
+            "df": res.df,
+            "r": [float(v) for v in res.r],
+            "ci": [float(v) for v in res.ci],
+            "method": res.method,
+            "null": None
+            if res.null_distribution is None
+            else [float(v) for v in res.null_distribution],
+        }
     out["subspace"] = tests
     ct = component_tests(xs, ys, random_state=3, n_splits=30)
     out["components"] = {

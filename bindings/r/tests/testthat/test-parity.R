@@ -71,6 +71,9 @@ test_that("subspace tests: p-values, statistics and per-split r are identical to
     jackknife = function() subspace_test(x, y, method = "jackknife", ncomp = 2, n_folds = 10, seed = 11),
     basis = function() subspace_test(x, y, learner = diag(15)[, 1:2], seed = 12),
     explicit_splits = function() subspace_test(x, y, splits = splits, seed = 13),
+    pls2 = function() subspace_test(x, fx$sub_y2, ncomp = 2, seed = 15),
+    pls2_perm = function() subspace_test(x, fx$sub_y2, method = "nb-permutation", n_perm = 49, n_splits = 10,
+                                         weights = fx$sub_w, seed = 16),
     gate = function() {
       expect_warning(res <- subspace_test(x[, 1:3], y, seed = 14, n_perm = 99), "NB-permutation")
       res
