@@ -30,6 +30,17 @@ if [ ! -f /usr/lib/R/site-library/caret/data/tecator.RData ] || [ ! -f /usr/lib/
       || echo "setup: could not install r-cran-caret/r-cran-pls; real-data tests will be skipped" >&2
   fi
 fi
+# --- C ABI and R package (rust/thrifty-capi, bindings/r) ---------------------------------------
+# R with testthat (+ jsonlite, broom for the tests) from Debian, a C compiler for the C ABI test
+# program, and every crate of the workspace fetched once so that R CMD INSTALL builds offline.
+if ! command -v Rscript >/dev/null 2>&1 || ! Rscript -e 'quit(status = !all(c("testthat", "jsonlite", "broom", "roxygen2") %in% rownames(installed.packages())))' >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq r-base-dev r-cran-testthat \
+        r-cran-jsonlite r-cran-broom r-cran-roxygen2 gcc) >/dev/null 2>&1 \
+      || echo "setup: could not install R (r-base-dev, r-cran-testthat); the R tests will be skipped" >&2
+  fi
+fi
+cargo fetch -q 2>/dev/null || echo "setup: cargo fetch failed; the offline R build may fail" >&2
 # Build the extension in place (maturin develop installs the package in editable mode into .venv).
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^💻\|^🛠\|^✏" || true
 $VPY -c "import thrifty._core" || { echo "setup: building thrifty._core failed" >&2; exit 1; }

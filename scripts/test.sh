@@ -9,6 +9,22 @@ export PATH="$HOME/.cargo/bin:$PATH"
 echo "== cargo test (Rust core) =="
 cargo test --release -p thrifty-core -q 2>&1 | tail -n 25
 
+# --- C ABI and R package (rust/thrifty-capi, bindings/r) ---------------------------------------
+echo "== C ABI: header staleness test + C test program under ASan/UBSan =="
+cargo test --release -p thrifty-capi -q --lib 2>&1 | tail -n 2
+bash rust/thrifty-capi/tests/c/run.sh
+if command -v Rscript >/dev/null 2>&1 && Rscript -e 'quit(status = !requireNamespace("testthat", quietly = TRUE))' >/dev/null 2>&1; then
+  echo "== R package: R CMD INSTALL bindings/r + testthat (parity fixtures from .venv's thrifty) =="
+  rlib=target/r-library
+  mkdir -p "$rlib"
+  THRIFTY_SOURCE_DIR="$PWD" R CMD INSTALL --no-test-load --library="$rlib" bindings/r > target/r-install.log 2>&1 \
+    || { tail -n 30 target/r-install.log; exit 1; }
+  (cd bindings/r/tests && TZ=UTC THRIFTY_PYTHON="$PWD/../../../.venv/bin/python" R_LIBS="$PWD/../../../$rlib" \
+    Rscript -e 'library(testthat); library(thrifty); res <- test_dir("testthat", reporter = "summary", stop_on_failure = TRUE)')
+else
+  echo "== R package: skipped (R or testthat missing; scripts/setup.sh installs them) =="
+fi
+
 echo "== mypy --strict (python/thrifty) =="
 .venv/bin/python -m mypy
 

@@ -1,0 +1,4 @@
+library(testthat)
+library(thrifty)
+
+test_check("thrifty")
