@@ -1,0 +1,375 @@
+// STAC-R CPU kernels.
+//
+// compress: rows are processed in tiles of kRows rows. Per tile the coefficients are quantized (and
+// dequantized into a small buffer), then per feature block the residual tile E = X - deq(C)·Uᵀ is formed in
+// registers (kRows rows x 16 columns of accumulators, t = 0..r-1 in order, one multiply and one add per
+// step: bit-identical to the CUDA twin and the NumPy reference), selected, quantized and packed. E never
+// exists beyond one kRows x block tile.
+//
+// residual_grad: per (feature block, tile of 64 output rows) a block x 64 float32 accumulator gathers
+// q*scale*g[row, :] over the rows in ascending order, then is added (transposed) into the output.
+//
+// Work is split over std::threads by contiguous ranges of independent tasks, so results do not depend on
+// the thread count.
+#include "thrifty/stac_cpu.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "thrifty/stac_common.h"
+
+namespace thrifty {
+namespace stac {
+namespace {
+
+typedef float v8f __attribute__((vector_size(32)));
+
+inline v8f load8(const float* p) {
+  v8f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
+inline v8f splat8(float a) { return v8f{a, a, a, a, a, a, a, a}; }
+
+// Run fn(begin, end) over [0, ntasks) split into at most nthreads contiguous ranges.
+template <class F>
+void parallel_for(int64_t ntasks, int nthreads, F&& fn) {
+  if (ntasks <= 0) return;
+  int nt = std::max(1, nthreads);
+  if (nt > ntasks) nt = static_cast<int>(ntasks);
+  if (nt == 1) {
+    fn(int64_t{0}, ntasks);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(nt - 1);
+  const int64_t per = ntasks / nt, extra = ntasks % nt;
+  int64_t begin = 0;
+  int64_t first_end = 0;
+  for (int t = 0; t < nt; ++t) {
+    const int64_t end = begin + per + (t < extra ? 1 : 0);
+    if (t == 0) {
+      first_end = end;
+    } else {
+      pool.emplace_back([&fn, begin, end] { fn(begin, end); });
+    }
+    begin = end;
+  }
+  fn(int64_t{0}, first_end);
+  for (auto& th : pool) th.join();
+}
+
+template <int DT>
+void load_row_f32(const void* base, int64_t offset, int64_t count, float* out) {
+  if (DT == kF32) {
+    std::memcpy(out, static_cast<const float*>(base) + offset, sizeof(float) * count);
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) out[j] = load_as_float<DT>(base, offset + j);
+}
+
+void load_row_any(int dt, const void* base, int64_t offset, int64_t count, float* out) {
+  switch (dt) {
+    case kF32: load_row_f32<kF32>(base, offset, count, out); break;
+    case kBF16: load_row_f32<kBF16>(base, offset, count, out); break;
+    default: load_row_f32<kF16>(base, offset, count, out); break;
+  }
+}
+
+// Quantize one coefficient row into the stored format and write deq(c) (float32) into cdeq.
+// Returns the number of non-finite inputs.
+int64_t coef_row(const CompressParams& p, int64_t row, float* cdeq) {
+  const float* src = p.xu + row * p.r;
+  int64_t bad = 0;
+  for (int64_t t = 0; t < p.r; ++t) bad += (float_to_bits(src[t]) & 0x7fffffffu) >= 0x7f800000u;
+  switch (p.coef) {
+    case kCoefF32: {
+      float* dst = static_cast<float*>(p.c) + row * p.r;
+      if (dst != src) std::memcpy(dst, src, sizeof(float) * p.r);
+      std::memcpy(cdeq, src, sizeof(float) * p.r);
+      break;
+    }
+    case kCoefBF16: {
+      uint16_t* dst = static_cast<uint16_t*>(p.c) + row * p.r;
+      for (int64_t t = 0; t < p.r; ++t) {
+        dst[t] = float_to_bf16(src[t]);
+        cdeq[t] = bf16_to_float(dst[t]);
+      }
+      break;
+    }
+    default: {
+      int8_t* dst = static_cast<int8_t*>(p.c) + row * p.r;
+      float amax = 0.0f;
+      for (int64_t t = 0; t < p.r; ++t) amax = std::max(amax, abs_f(src[t]));
+      const float scale = group_scale(amax, 127.0f);
+      p.c_scale[row] = scale;
+      for (int64_t t = 0; t < p.r; ++t) {
+        const int q = quantize_value(src[t], scale, 127.0f, false, 0.0f);
+        dst[t] = static_cast<int8_t>(q);
+        cdeq[t] = mul_rn(static_cast<float>(q), scale);
+      }
+      break;
+    }
+  }
+  return bad;
+}
+
+// e[i*kMaxBlock + j] = xb[i*kMaxBlock + j] - sum_t cdeq[i*r + t] * ut[t*d + j0 + j], t in order,
+// for i < RT and j < L.
+template <int RT>
+void residual_tile(const float* cdeq, const float* ut, int64_t d, int64_t r, int64_t j0, int L,
+                   const float* xb, float* e) {
+  int j = 0;
+  for (; j + 16 <= L; j += 16) {
+    v8f a[RT][2];
+    for (int i = 0; i < RT; ++i) a[i][0] = a[i][1] = splat8(0.0f);
+    const float* up = ut + j0 + j;
+    for (int64_t t = 0; t < r; ++t, up += d) {
+      const v8f u0 = load8(up), u1 = load8(up + 8);
+      for (int i = 0; i < RT; ++i) {
+        const v8f cb = splat8(cdeq[i * r + t]);
+        a[i][0] = a[i][0] + cb * u0;
+        a[i][1] = a[i][1] + cb * u1;
+      }
+    }
+    for (int i = 0; i < RT; ++i) {
+      const float* xr = xb + i * kMaxBlock + j;
+      float* er = e + i * kMaxBlock + j;
+      store8(er, load8(xr) - a[i][0]);
+      store8(er + 8, load8(xr + 8) - a[i][1]);
+    }
+  }
+  for (; j < L; ++j) {
+    for (int i = 0; i < RT; ++i) {
+      float acc = 0.0f;
+      const float* up = ut + j0 + j;
+      for (int64_t t = 0; t < r; ++t, up += d) acc = acc + cdeq[i * r + t] * *up;
+      e[i * kMaxBlock + j] = xb[i * kMaxBlock + j] - acc;
+    }
+  }
+}
+
+// The kk in-block indices (ascending) of the entries of largest |e| (ties -> lower index).
+int select_topk(const float* e, int L, int kk, uint64_t* keys, uint8_t* out) {
+  if (kk >= L) {
+    for (int j = 0; j < L; ++j) out[j] = static_cast<uint8_t>(j);
+    return L;
+  }
+  uint64_t thr;
+  if (kk * 8 <= L) {
+    // small k: a sorted (descending) top list with early rejection against its minimum
+    int cnt = 0;
+    for (int j = 0; j < L; ++j) {
+      const uint64_t key = select_key(e[j], j);
+      if (cnt == kk) {
+        if (key <= keys[kk - 1]) continue;
+        --cnt;
+      }
+      int pos = cnt;
+      while (pos > 0 && keys[pos - 1] < key) {
+        keys[pos] = keys[pos - 1];
+        --pos;
+      }
+      keys[pos] = key;
+      ++cnt;
+    }
+    thr = keys[kk - 1];
+  } else {
+    for (int j = 0; j < L; ++j) keys[j] = select_key(e[j], j);
+    std::nth_element(keys, keys + (kk - 1), keys + L, [](uint64_t a, uint64_t b) { return a > b; });
+    thr = keys[kk - 1];
+  }
+  int cnt = 0;
+  for (int j = 0; j < L; ++j)
+    if (select_key(e[j], j) >= thr) out[cnt++] = static_cast<uint8_t>(j);
+  return cnt;
+}
+
+// Select, quantize and pack one row of one block.
+void pack_block(const CompressParams& p, int64_t row, int64_t b, int64_t nb, const float* e, int L,
+                uint64_t* keys) {
+  const int kk = std::min(p.k, L);
+  uint8_t* idx = p.idx + (row * nb + b) * p.k;
+  const int got = select_topk(e, L, kk, keys, idx);
+  (void)got;
+  float amax = 0.0f;
+  for (int s = 0; s < kk; ++s) amax = std::max(amax, abs_f(e[idx[s]]));
+  const float qmax = p.bits == 8 ? 127.0f : 7.0f;
+  const float scale = group_scale(amax, qmax);
+  p.scales[row * nb + b] = scale;
+  const int64_t col0 = b * p.block;
+  if (p.bits == 8) {
+    int8_t* v = static_cast<int8_t*>(p.vals) + (row * nb + b) * p.k;
+    for (int s = 0; s < kk; ++s) {
+      const float u = p.stochastic ? uniform01(p.seed, row, col0 + idx[s]) : 0.0f;
+      v[s] = static_cast<int8_t>(quantize_value(e[idx[s]], scale, qmax, p.stochastic, u));
+    }
+    for (int s = kk; s < p.k; ++s) v[s] = 0;
+  } else {
+    const int kb = (p.k + 1) / 2;
+    uint8_t* v = static_cast<uint8_t*>(p.vals) + (row * nb + b) * kb;
+    for (int s = 0; s < kb; ++s) v[s] = 0;
+    for (int s = 0; s < kk; ++s) {
+      const float u = p.stochastic ? uniform01(p.seed, row, col0 + idx[s]) : 0.0f;
+      const int q = quantize_value(e[idx[s]], scale, qmax, p.stochastic, u);
+      v[s >> 1] = static_cast<uint8_t>(v[s >> 1] | ((q & 0xf) << ((s & 1) * 4)));
+    }
+  }
+  for (int s = kk; s < p.k; ++s) idx[s] = 0;
+}
+
+constexpr int kRows = 4;
+
+template <int RT>
+int64_t compress_rows(const CompressParams& p, int64_t row0, std::vector<float>& cdeq, std::vector<float>& xb,
+                      std::vector<float>& e, std::vector<uint64_t>& keys) {
+  int64_t bad = 0;
+  for (int i = 0; i < RT; ++i) bad += coef_row(p, row0 + i, cdeq.data() + i * p.r);
+  if (p.k == 0) return bad;
+  const int64_t nb = ceil_div(p.d, p.block);
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t j0 = b * p.block;
+    const int L = static_cast<int>(std::min<int64_t>(p.block, p.d - j0));
+    for (int i = 0; i < RT; ++i)
+      load_row_any(p.x_dtype, p.x, (row0 + i) * p.x_stride + j0, L, xb.data() + i * kMaxBlock);
+    residual_tile<RT>(cdeq.data(), p.ut, p.d, p.r, j0, L, xb.data(), e.data());
+    for (int i = 0; i < RT; ++i) pack_block(p, row0 + i, b, nb, e.data() + i * kMaxBlock, L, keys.data());
+  }
+  return bad;
+}
+
+int unpack_q(const void* vals, int64_t base_row_block, int k, int bits, int s) {
+  if (bits == 8) return static_cast<const int8_t*>(vals)[base_row_block * k + s];
+  const int kb = (k + 1) / 2;
+  const uint8_t byte = static_cast<const uint8_t*>(vals)[base_row_block * kb + (s >> 1)];
+  const int nib = (s & 1) ? (byte >> 4) : (byte & 0xf);
+  return (nib ^ 8) - 8;
+}
+
+[[noreturn]] void bad_arg(const std::string& msg) { throw std::invalid_argument(msg); }
+
+}  // namespace
+
+void check_compress_params(const CompressParams& p) {
+  if (p.n < 0 || p.d < 1) bad_arg("x: need shape (n, d) with n >= 0 and d >= 1");
+  if (p.x_stride < p.d) bad_arg("x: row stride smaller than the row length");
+  if (p.x_dtype < kF32 || p.x_dtype > kF16) bad_arg("x: unsupported dtype code");
+  if (p.r < 1) bad_arg("u: need at least one column (r >= 1)");
+  if (p.coef < kCoefF32 || p.coef > kCoefI8) bad_arg("coef: unsupported coefficient format code");
+  if (p.block < 1 || p.block > kMaxBlock) bad_arg("block: must be in [1, 256]");
+  if (p.k < 0 || p.k > p.block) bad_arg("k: must be in [0, block]");
+  if (p.bits != 4 && p.bits != 8) bad_arg("bits: must be 4 or 8");
+  if (p.n > 0 && (!p.x || !p.ut || !p.xu || !p.c)) bad_arg("compress: null data pointer");
+  if (p.n > 0 && p.coef == kCoefI8 && !p.c_scale) bad_arg("c_scale: null data pointer");
+  if (p.n > 0 && p.k > 0 && (!p.vals || !p.idx || !p.scales)) bad_arg("compress: null residual pointer");
+}
+
+void check_residual_params(const ResidualParams& p) {
+  if (p.n < 0 || p.d < 1) bad_arg("d: need n >= 0 rows and d >= 1 features");
+  if (p.block < 1 || p.block > kMaxBlock) bad_arg("block: must be in [1, 256]");
+  if (p.k < 0 || p.k > p.block) bad_arg("k: must be in [0, block]");
+  if (p.bits != 4 && p.bits != 8) bad_arg("bits: must be 4 or 8");
+  if (p.n > 0 && p.k > 0 && (!p.vals || !p.idx || !p.scales)) bad_arg("residual: null data pointer");
+}
+
+int64_t compress_cpu(const CompressParams& p, int nthreads) {
+  check_compress_params(p);
+  const int64_t ntiles = ceil_div(p.n, kRows);
+  std::vector<int64_t> bad_per_task(std::max(1, nthreads), 0);
+  const int nt = static_cast<int>(std::min<int64_t>(std::max(1, nthreads), std::max<int64_t>(ntiles, 1)));
+  // one range per worker so each allocates its scratch once
+  parallel_for(nt, nt, [&](int64_t w0, int64_t w1) {
+    std::vector<float> cdeq(kRows * p.r), xb(kRows * kMaxBlock), e(kRows * kMaxBlock);
+    std::vector<uint64_t> keys(kMaxBlock);
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t t0 = ntiles * w / nt, t1 = ntiles * (w + 1) / nt;
+      int64_t bad = 0;
+      for (int64_t tile = t0; tile < t1; ++tile) {
+        const int64_t row0 = tile * kRows;
+        if (row0 + kRows <= p.n) {
+          bad += compress_rows<kRows>(p, row0, cdeq, xb, e, keys);
+        } else {
+          for (int64_t row = row0; row < p.n; ++row) bad += compress_rows<1>(p, row, cdeq, xb, e, keys);
+        }
+      }
+      bad_per_task[w] = bad;
+    }
+  });
+  int64_t bad = 0;
+  for (int64_t b : bad_per_task) bad += b;
+  return bad;
+}
+
+void residual_grad_cpu(const ResidualParams& p, const void* g, int g_dtype, int64_t m, int64_t g_stride,
+                       float* out, int64_t out_stride, int nthreads) {
+  check_residual_params(p);
+  if (m < 0 || g_stride < m) bad_arg("g: row stride smaller than the row length");
+  if (out_stride < p.d) bad_arg("out: row stride smaller than d");
+  if (p.k == 0 || p.n == 0 || m == 0) return;
+  constexpr int MT = 64;
+  const int64_t nb = ceil_div(p.d, p.block);
+  const int64_t nmt = ceil_div(m, MT);
+  parallel_for(nb * nmt, nthreads, [&](int64_t t0, int64_t t1) {
+    std::vector<float> acc(static_cast<size_t>(kMaxBlock) * MT);
+    float gbuf[MT];
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t b = task / nmt, m0 = (task % nmt) * MT;
+      const int mw = static_cast<int>(std::min<int64_t>(MT, m - m0));
+      const int L = static_cast<int>(std::min<int64_t>(p.block, p.d - b * p.block));
+      const int kk = std::min(p.k, L);
+      std::fill(acc.begin(), acc.begin() + static_cast<size_t>(L) * MT, 0.0f);
+      for (int64_t row = 0; row < p.n; ++row) {
+        const float scale = p.scales[row * nb + b];
+        if (!(scale != 0.0f)) continue;
+        bool loaded = false;
+        const uint8_t* ix = p.idx + (row * nb + b) * p.k;
+        for (int s = 0; s < kk; ++s) {
+          const int q = unpack_q(p.vals, row * nb + b, p.k, p.bits, s);
+          if (q == 0) continue;
+          if (!loaded) {
+            load_row_any(g_dtype, g, row * g_stride + m0, mw, gbuf);
+            for (int mm = mw; mm < MT; ++mm) gbuf[mm] = 0.0f;
+            loaded = true;
+          }
+          const float v = mul_rn(static_cast<float>(q), scale);
+          float* a = acc.data() + static_cast<size_t>(ix[s]) * MT;
+          const v8f vv = splat8(v);
+          for (int mm = 0; mm < MT; mm += 8) store8(a + mm, load8(a + mm) + vv * load8(gbuf + mm));
+        }
+      }
+      for (int mm = 0; mm < mw; ++mm) {
+        float* o = out + (m0 + mm) * out_stride + b * p.block;
+        for (int col = 0; col < L; ++col) o[col] += acc[static_cast<size_t>(col) * MT + mm];
+      }
+    }
+  });
+}
+
+void residual_scatter_cpu(const ResidualParams& p, float* out, int64_t out_stride, int nthreads) {
+  check_residual_params(p);
+  if (out_stride < p.d) bad_arg("out: row stride smaller than d");
+  if (p.k == 0 || p.n == 0) return;
+  const int64_t nb = ceil_div(p.d, p.block);
+  parallel_for(p.n, nthreads, [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      for (int64_t b = 0; b < nb; ++b) {
+        const int L = static_cast<int>(std::min<int64_t>(p.block, p.d - b * p.block));
+        const int kk = std::min(p.k, L);
+        const float scale = p.scales[row * nb + b];
+        const uint8_t* ix = p.idx + (row * nb + b) * p.k;
+        float* o = out + row * out_stride + b * p.block;
+        for (int s = 0; s < kk; ++s) {
+          const int q = unpack_q(p.vals, row * nb + b, p.k, p.bits, s);
+          o[ix[s]] += mul_rn(static_cast<float>(q), scale);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace stac
+}  // namespace thrifty
