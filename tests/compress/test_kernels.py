@@ -12,11 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from thrifty.compress import _kernels as K  # noqa: E402
-from thrifty.compress import _reference as ref  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from thrifty.compress import _kernels as K
+from thrifty.compress import _reference as ref
 
 pytestmark = pytest.mark.skipif(not K.backends()["cpu"], reason="thrifty._stac_cpu is not built")
 
@@ -113,7 +112,7 @@ def test_compress_ties_keep_lower_indices():
 )
 def test_compress_property(n, d, r, block, kfrac, bits, coef, stochastic, seed):
     r = min(r, d)
-    k = int(round(kfrac * block))
+    k = round(kfrac * block)
     x = _activations(n, d, seed=n + d)
     u = _orthonormal(d, r, seed=r)
     got, want = _run_both(x, u, coef=coef, block=block, k=k, bits=bits, stochastic=stochastic, seed=seed)
@@ -184,7 +183,7 @@ def test_inputs_not_modified():
 def test_stochastic_rounding_reproducible_and_seeded():
     x = _activations(16, 128, seed=12)
     u = _orthonormal(128, 4, seed=13)
-    kw = dict(coef="bf16", block=64, k=64, bits=4, stochastic=True)
+    kw = {"coef": "bf16", "block": 64, "k": 64, "bits": 4, "stochastic": True}
     a = K.compress(x, u, seed=7, **kw)
     b = K.compress(x, u, seed=7, **kw)
     c = K.compress(x, u, seed=8, **kw)
@@ -378,7 +377,7 @@ def test_backends_report():
 )
 def test_compress_bad_parameters(kwargs, exc, word):
     x, u, _ = _factor_args()
-    args = dict(coef="bf16", block=16, k=3, bits=8) | kwargs
+    args = {"coef": "bf16", "block": 16, "k": 3, "bits": 8} | kwargs
     with pytest.raises(exc, match=word):
         K.compress(x, u, **args)
 

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from thrifty.compress import _kernels as K  # noqa: E402
+from thrifty.compress import _kernels as K
 
 pytestmark = pytest.mark.skipif(
     not (torch.cuda.is_available() and K.backends()["cuda"]), reason="needs a GPU and thrifty._stac_cuda"
@@ -52,7 +52,7 @@ def test_cuda_compress_bitwise_equals_cpu(n, d, r, block, k, bits, coef, stochas
     x = _activations(n, d, seed=n + d).to(dtype)
     u = _orthonormal(d, r, seed=r)
     xu = torch.mm(x.float(), u)
-    kw = dict(coef=coef, block=block, k=k, bits=bits, stochastic=stochastic, seed=2**63 + 5)
+    kw = {"coef": coef, "block": block, "k": k, "bits": bits, "stochastic": stochastic, "seed": 2**63 + 5}
     cpu = K.compress(x, u, xu=xu, **kw)
     gpu = K.compress(x.cuda(), u.cuda(), xu=xu.cuda(), **kw)
     for name in K.Packed._fields:
@@ -99,7 +99,7 @@ def test_cuda_residual_alone_bitwise():
 def test_cuda_refresh_and_streams():
     x = _activations(2000, 256, seed=5)
     u = _orthonormal(256, 16, seed=6)
-    qc, ec = K.refresh(x, u)
+    _, ec = K.refresh(x, u)
     qg, eg = K.refresh(x.cuda(), u.cuda())
     torch.testing.assert_close(qg.t() @ qg, torch.eye(16, device="cuda"), rtol=0, atol=1e-4)
     assert eg == pytest.approx(ec, rel=1e-4)

@@ -32,7 +32,7 @@ import math
 import os
 import threading
 from types import ModuleType
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -172,7 +172,7 @@ def _are_tensors(**named: object) -> None:
             raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
 
 
-def _same_device(ref_name: str, ref: Tensor, **others: Optional[Tensor]) -> None:
+def _same_device(ref_name: str, ref: Tensor, **others: Tensor | None) -> None:
     for name, t in others.items():
         if t is not None and t.device != ref.device:
             raise ValueError(
@@ -204,7 +204,7 @@ def _vals_shape(n: int, nb: int, k: int, bits: int) -> tuple[int, int, int]:
 
 
 def _check_compress(
-    x: Tensor, u: Tensor, xu: Optional[Tensor], coef: str, block: int, k: int, bits: int
+    x: Tensor, u: Tensor, xu: Tensor | None, coef: str, block: int, k: int, bits: int
 ) -> tuple[int, int, int, int]:
     _tensor("x", x, 2, tuple(_X_DTYPES))
     _tensor("u", u, 2, (torch.float32,))
@@ -243,9 +243,8 @@ def _check_factors(
     n, r = c.shape
     if tuple(u.shape) != (d, r):
         raise ValueError(f"u: expected shape {(d, r)} (d features, {r} coefficients), got {tuple(u.shape)}")
-    if c.dtype == torch.int8:
-        if tuple(c_scale.shape) != (n,):
-            raise ValueError(f"c_scale: int8 coefficients need shape {(n,)}, got {tuple(c_scale.shape)}")
+    if c.dtype == torch.int8 and tuple(c_scale.shape) != (n,):
+        raise ValueError(f"c_scale: int8 coefficients need shape {(n,)}, got {tuple(c_scale.shape)}")
     nb = -(-d // block)
     k = idx.shape[2]
     if tuple(idx.shape) != (n, nb, k) or k > block:
@@ -281,7 +280,7 @@ def _seed_u64(seed: int) -> int:
 def _compress_op(
     x: Tensor,
     u: Tensor,
-    xu: Optional[Tensor],
+    xu: Tensor | None,
     coef: str,
     block: int,
     k: int,
@@ -322,7 +321,7 @@ def _compress_op(
 def _compress_fake(
     x: Tensor,
     u: Tensor,
-    xu: Optional[Tensor],
+    xu: Tensor | None,
     coef: str,
     block: int,
     k: int,
@@ -330,7 +329,7 @@ def _compress_fake(
     stochastic: bool,
     seed: int,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    n, d, r, nb = _check_compress(x, u, xu, coef, block, k, bits)
+    n, _, r, nb = _check_compress(x, u, xu, coef, block, k, bits)
     return (
         x.new_empty((n, r), dtype=_COEF_DTYPE[coef]),
         x.new_empty((n,) if coef == "int8" else (0,), dtype=torch.float32),
@@ -350,7 +349,7 @@ def compress(
     bits: int = 8,
     stochastic: bool = False,
     seed: int = 0,
-    xu: Optional[Tensor] = None,
+    xu: Tensor | None = None,
 ) -> Packed:
     """Compress activations into coefficients in the basis ``u`` plus a sparse quantized residual.
 
@@ -416,7 +415,7 @@ def _grad_weight_op(
     block: int,
     bits: int,
 ) -> Tensor:
-    n, r, nb, k = _check_factors(u, c, c_scale, vals, idx, scales, d, block, bits)
+    n, _, _, k = _check_factors(u, c, c_scale, vals, idx, scales, d, block, bits)
     _check_g(g, c, n)
     g32 = _rows(g if g.dtype == torch.float32 else g.to(torch.float32))
     m = g.shape[1]
@@ -491,7 +490,8 @@ def grad_weight(
     _int("d", d, 1, 2**62)
     _check_block_bits(block, bits)
     _are_tensors(g=g, u=u, c=c, c_scale=c_scale, vals=vals, idx=idx, scales=scales)
-    return _grad_weight_op(g, u, c, c_scale, vals, idx, scales, d, block, bits)
+    out: Tensor = _grad_weight_op(g, u, c, c_scale, vals, idx, scales, d, block, bits)
+    return out
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -542,7 +542,8 @@ def decompress(
     _int("d", d, 1, 2**62)
     _check_block_bits(block, bits)
     _are_tensors(u=u, c=c, c_scale=c_scale, vals=vals, idx=idx, scales=scales)
-    return _decompress_op(u, c, c_scale, vals, idx, scales, d, block, bits)
+    out: Tensor = _decompress_op(u, c, c_scale, vals, idx, scales, d, block, bits)
+    return out
 
 
 # --------------------------------------------------------------------------------------------------------

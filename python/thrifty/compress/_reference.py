@@ -31,7 +31,8 @@ F32 = NDArray[np.float32]
 def _mix64(z: NDArray[np.uint64]) -> NDArray[np.uint64]:
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    out: NDArray[np.uint64] = z ^ (z >> np.uint64(31))
+    return out
 
 
 def uniform01(seed: int, rows: NDArray[np.int64], cols: NDArray[np.int64]) -> F32:
@@ -45,7 +46,8 @@ def uniform01(seed: int, rows: NDArray[np.int64], cols: NDArray[np.int64]) -> F3
         c = np.asarray(cols).astype(np.uint64)
         h = _mix64(s + np.uint64(0x9E3779B97F4A7C15) * (r + np.uint64(1)))
         h = _mix64(h ^ (np.uint64(0xD1B54A32D192ED03) * (c + np.uint64(1))))
-    return ((h >> np.uint64(40)).astype(np.float64) * 2.0**-24).astype(np.float32)
+    out: F32 = ((h >> np.uint64(40)).astype(np.float64) * 2.0**-24).astype(np.float32)
+    return out
 
 
 def round_half_away(y: F32) -> F32:
@@ -58,7 +60,8 @@ def bf16_round(v: F32) -> F32:
     """float32 -> bfloat16 (round to nearest even) -> float32."""
     b = np.ascontiguousarray(v, dtype=np.float32).view(np.uint32).astype(np.uint64)
     b = (b + np.uint64(0x7FFF) + ((b >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
-    return (b.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    out: F32 = (b.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return out
 
 
 def quantize(v: F32, scale: F32, qmax: float, stochastic: bool, u: F32 | None) -> NDArray[np.int64]:
@@ -205,9 +208,8 @@ def decompress(
     bits: int,
 ) -> NDArray[np.float64]:
     """X̂ = deq(C)·Uᵀ + R in float64."""
-    return cdeq.astype(np.float64) @ u.astype(np.float64).T + dense_residual(
-        vals, idx, scales, d=d, block=block, bits=bits
-    )
+    low: NDArray[np.float64] = cdeq.astype(np.float64) @ u.astype(np.float64).T
+    return low + dense_residual(vals, idx, scales, d=d, block=block, bits=bits)
 
 
 def grad_weight(
@@ -224,6 +226,6 @@ def grad_weight(
 ) -> NDArray[np.float64]:
     """(Gᵀ·deq(C))·Uᵀ + Gᵀ·R in float64."""
     g64 = g.astype(np.float64)
-    return (g64.T @ cdeq.astype(np.float64)) @ u.astype(np.float64).T + g64.T @ dense_residual(
-        vals, idx, scales, d=d, block=block, bits=bits
-    )
+    low: NDArray[np.float64] = (g64.T @ cdeq.astype(np.float64)) @ u.astype(np.float64).T
+    sparse: NDArray[np.float64] = g64.T @ dense_residual(vals, idx, scales, d=d, block=block, bits=bits)
+    return low + sparse
