@@ -14,6 +14,10 @@
 #include "thrifty/stac_cpu.h"
 
 #include <algorithm>
+#include <climits>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -118,17 +122,46 @@ int64_t coef_row(const CompressParams& p, int64_t row, float* cdeq) {
   return bad;
 }
 
-// e[i*kMaxBlock + j] = xb[i*kMaxBlock + j] - sum_t cdeq[i*r + t] * ut[t*d + j0 + j], t in order,
-// for i < RT and j < L.
+// U panels: for every full chunk of 16 columns inside a block, the r x 16 slice of Uᵀ stored contiguously
+// (t-major), so the micro-kernel streams 64 bytes per t instead of touching r cache lines d*4 bytes apart
+// (which all land in the same L1 set when d is a multiple of 1024).
+constexpr int kChunk = 16;
+
+struct Panels {
+  std::vector<float> data;
+  int64_t per_block = 0;  // chunks per block (block / 16)
+  int64_t r = 0;
+  const float* chunk(int64_t b, int64_t c) const { return data.data() + ((b * per_block + c) * r) * kChunk; }
+};
+
+Panels pack_panels(const float* ut, int64_t d, int64_t r, int block) {
+  Panels p;
+  p.per_block = block / kChunk;
+  p.r = r;
+  const int64_t nb = ceil_div(d, block);
+  p.data.assign(static_cast<size_t>(nb * p.per_block * r * kChunk), 0.0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t j0 = b * block;
+    const int64_t L = std::min<int64_t>(block, d - j0);
+    for (int64_t c = 0; c < L / kChunk; ++c) {
+      float* dst = p.data.data() + ((b * p.per_block + c) * r) * kChunk;
+      for (int64_t t = 0; t < r; ++t) std::memcpy(dst + t * kChunk, ut + t * d + j0 + c * kChunk, sizeof(float) * kChunk);
+    }
+  }
+  return p;
+}
+
+// e[i*kMaxBlock + j] = xb[i*kMaxBlock + j] - sum_t cdeq[i*r + t] * Uᵀ[t, j0 + j], t in order (one multiply and
+// one add per step), for i < RT and j < L. Full 16-column chunks read the packed panels.
 template <int RT>
-void residual_tile(const float* cdeq, const float* ut, int64_t d, int64_t r, int64_t j0, int L,
-                   const float* xb, float* e) {
+void residual_tile(const float* cdeq, const float* ut, const Panels& panels, int64_t b, int64_t d, int64_t r,
+                   int64_t j0, int L, const float* xb, float* e) {
   int j = 0;
-  for (; j + 16 <= L; j += 16) {
+  for (; j + kChunk <= L; j += kChunk) {
     v8f a[RT][2];
     for (int i = 0; i < RT; ++i) a[i][0] = a[i][1] = splat8(0.0f);
-    const float* up = ut + j0 + j;
-    for (int64_t t = 0; t < r; ++t, up += d) {
+    const float* up = panels.chunk(b, j / kChunk);
+    for (int64_t t = 0; t < r; ++t, up += kChunk) {
       const v8f u0 = load8(up), u1 = load8(up + 8);
       for (int i = 0; i < RT; ++i) {
         const v8f cb = splat8(cdeq[i * r + t]);
@@ -153,45 +186,194 @@ void residual_tile(const float* cdeq, const float* ut, int64_t d, int64_t r, int
   }
 }
 
-// The kk in-block indices (ascending) of the entries of largest |e| (ties -> lower index).
-int select_topk(const float* e, int L, int kk, uint64_t* keys, uint8_t* out) {
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+inline v8i load8i(const int32_t* p) {
+  v8i v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline v8i max8i(v8i a, v8i b) { return a > b ? a : b; }
+
+#if defined(__AVX2__)
+// For each 8-bit mask, the lane indices of its set bits packed to the front (for branch-free compaction).
+struct CompactTable {
+  alignas(32) int32_t perm[256][8];
+  CompactTable() {
+    for (int m = 0; m < 256; ++m) {
+      int c = 0;
+      for (int l = 0; l < 8; ++l)
+        if (m & (1 << l)) perm[m][c++] = l;
+      for (; c < 8; ++c) perm[m][c] = 0;
+    }
+  }
+};
+const CompactTable kCompact;
+#endif
+
+// Positions (ascending) of keys[j] >= lb, j < Lp (keys padded with -1 up to a multiple of 8); cand must
+// have room for Lp + 8 entries.
+inline int candidates(const int32_t* keys, int Lp, int32_t lb, int* cand) {
+  int cnt = 0;
+#if defined(__AVX2__)
+  const __m256i lbv = _mm256_set1_epi32(lb - 1);
+  __m256i pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i eight = _mm256_set1_epi32(8);
+  for (int c = 0; c < Lp; c += 8) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + c));
+    const int mask = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, lbv)));
+    const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompact.perm[mask]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(cand + cnt), _mm256_permutevar8x32_epi32(pos, perm));
+    cnt += __builtin_popcount(static_cast<unsigned>(mask));
+    pos = _mm256_add_epi32(pos, eight);
+  }
+#else
+  for (int j = 0; j < Lp; ++j) {
+    cand[cnt] = j;
+    cnt += keys[j] >= lb;
+  }
+#endif
+  return cnt;
+}
+
+// The kk-th largest of 16 values (kk in [1, 16]), branch-free: the value whose descending rank (ties by
+// position) is kk - 1.
+inline int32_t kth_largest16(const int32_t* v, int kk) {
+  int32_t out = 0;
+  for (int i = 0; i < 16; ++i) {
+    int rank = 0;
+    for (int j = 0; j < 16; ++j) rank += (v[j] > v[i]) | ((v[j] == v[i]) & (j < i));
+    out = rank == kk - 1 ? v[i] : out;
+  }
+  return out;
+}
+
+inline v8i splat8i(int32_t a) { return v8i{a, a, a, a, a, a, a, a}; }
+inline int hsum8i(v8i a) { return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7]; }
+
+// #{j < np : v[j] >= t} (np a multiple of 8; padding holds -1, t >= 0).
+inline int count_ge(const int32_t* v, int np, int32_t t) {
+#if defined(__AVX2__)
+  // movemask + popcount: a short dependency chain (the bisection below is latency-bound)
+  const __m256i tv = _mm256_set1_epi32(t - 1);
+  int cnt = 0;
+  for (int c = 0; c < np; c += 8) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + c));
+    cnt += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(x, tv)))));
+  }
+  return cnt;
+#else
+  v8i acc = splat8i(0);
+  const v8i tv = splat8i(t);
+  for (int c = 0; c < np; c += 8) acc -= (load8i(v + c) >= tv);  // a true lane compares as -1
+  return hsum8i(acc);
+#endif
+}
+
+// The kk-th largest of v[0..np) given lo <= it <= hi: bisection over the bits below the common prefix of lo
+// and hi, with vectorised counts (branch-free apart from the loop).
+inline int32_t kth_largest(const int32_t* v, int np, int kk, int32_t lo, int32_t hi) {
+  const uint32_t diff = static_cast<uint32_t>(lo ^ hi);
+  if (diff == 0) return lo;
+  const int top = 31 - __builtin_clz(diff);
+  int32_t thr = lo & ~static_cast<int32_t>((uint32_t{2} << top) - 1u);
+  for (int bit = top; bit >= 0; --bit) {
+    const int32_t cand = thr | (int32_t{1} << bit);
+    thr = count_ge(v, np, cand) >= kk ? cand : thr;
+  }
+  return thr;
+}
+
+// Append the positions pos[q] whose key beats thr, plus the first `ties` whose key equals thr (branch-free).
+inline int emit(const int32_t* key, const int* pos, int count, int32_t thr, int ties, uint8_t* out) {
+  uint8_t buf[kMaxBlock + 1];  // the branch-free store may write one slot past the kept count
+  int got = 0;
+  for (int q = 0; q < count; ++q) {
+    const int32_t kq = key[q];
+    const int eq = kq == thr;
+    const int take = (kq > thr) | (eq & (ties > 0));
+    ties -= take & eq;
+    buf[got] = static_cast<uint8_t>(pos[q]);
+    got += take;
+  }
+  std::memcpy(out, buf, static_cast<size_t>(got));
+  return got;
+}
+
+// The kk in-block indices (ascending) of the entries of largest |e|, ties -> lower index. Keys are the bit
+// patterns of |e| as non-negative int32 (monotone in |e|); keys must hold kMaxBlock + 16 ints.
+//   kk <= 16: the kk-th largest of 16 lane-wise maxima is a lower bound of the threshold (those maxima are
+//   distinct entries), so one vectorised max pass and one compaction pass leave a few candidates; for
+//   kk <= 8 an insertion top list over them gives the threshold;
+//   otherwise the kk-th largest key by bisection with vectorised counts; then one branch-free scan keeps the
+//   keys above the threshold and the lowest-index ties.
+int select_topk(const float* e, int L, int kk, int32_t* keys, uint8_t* out) {
   if (kk >= L) {
     for (int j = 0; j < L; ++j) out[j] = static_cast<uint8_t>(j);
     return L;
   }
-  uint64_t thr;
-  if (kk * 8 <= L) {
-    // small k: a sorted (descending) top list with early rejection against its minimum
-    int cnt = 0;
-    for (int j = 0; j < L; ++j) {
-      const uint64_t key = select_key(e[j], j);
-      if (cnt == kk) {
-        if (key <= keys[kk - 1]) continue;
-        --cnt;
-      }
-      int pos = cnt;
-      while (pos > 0 && keys[pos - 1] < key) {
-        keys[pos] = keys[pos - 1];
-        --pos;
-      }
-      keys[pos] = key;
-      ++cnt;
-    }
-    thr = keys[kk - 1];
-  } else {
-    for (int j = 0; j < L; ++j) keys[j] = select_key(e[j], j);
-    std::nth_element(keys, keys + (kk - 1), keys + L, [](uint64_t a, uint64_t b) { return a > b; });
-    thr = keys[kk - 1];
+  const int Lp = (L + 15) & ~15;
+  for (int j = 0; j < L; ++j) keys[j] = static_cast<int32_t>(float_to_bits(e[j]) & 0x7fffffffu);
+  for (int j = L; j < Lp; ++j) keys[j] = -1;
+  v8i m0 = load8i(keys), m1 = load8i(keys + 8);
+  for (int c = 16; c < Lp; c += 16) {
+    m0 = max8i(m0, load8i(keys + c));
+    m1 = max8i(m1, load8i(keys + c + 8));
   }
-  int cnt = 0;
-  for (int j = 0; j < L; ++j)
-    if (select_key(e[j], j) >= thr) out[cnt++] = static_cast<uint8_t>(j);
-  return cnt;
+  int32_t lanes[16];
+  for (int l = 0; l < 8; ++l) {
+    lanes[l] = m0[l];
+    lanes[8 + l] = m1[l];
+  }
+  const v8i mm = max8i(m0, m1);
+  int32_t hi = mm[0];
+  for (int l = 1; l < 8; ++l) hi = std::max(hi, mm[l]);
+  if (kk <= 16) {
+    const int32_t lb = std::max<int32_t>(kth_largest16(lanes, kk), 0);
+    int cand[kMaxBlock + 16];
+    alignas(32) int32_t ck[kMaxBlock + 16];
+    const int nc = candidates(keys, Lp, lb, cand);
+    const int ncp = (nc + 7) & ~7;
+    for (int q = 0; q < nc; ++q) ck[q] = keys[cand[q]];
+    for (int q = nc; q < ncp; ++q) ck[q] = -1;
+    if (kk <= 8) {
+      // few candidates (about 2 kk): a descending top list on the (key, -index) order; its last entry is the
+      // threshold, and the candidates are already in ascending index order
+      uint64_t top[8] = {};
+      int cnt = 0;
+      for (int q = 0; q < nc; ++q) {
+        const uint64_t key = (static_cast<uint64_t>(ck[q]) << 8) | static_cast<uint64_t>(255 - cand[q]);
+        if (cnt == kk) {
+          if (key <= top[kk - 1]) continue;
+          --cnt;
+        }
+        int at = cnt;
+        while (at > 0 && top[at - 1] < key) {
+          top[at] = top[at - 1];
+          --at;
+        }
+        top[at] = key;
+        ++cnt;
+      }
+      const int32_t thr = static_cast<int32_t>(top[kk - 1] >> 8);
+      const int above = thr == INT32_MAX ? 0 : count_ge(ck, ncp, thr + 1);
+      return emit(ck, cand, nc, thr, kk - above, out);
+    }
+    const int32_t thr = kth_largest(ck, ncp, kk, lb, hi);
+    const int above = thr == INT32_MAX ? 0 : count_ge(ck, ncp, thr + 1);
+    return emit(ck, cand, nc, thr, kk - above, out);
+  }
+  int pos[kMaxBlock];
+  for (int j = 0; j < L; ++j) pos[j] = j;
+  const int32_t thr = kth_largest(keys, Lp, kk, 0, hi);
+  const int above = thr == INT32_MAX ? 0 : count_ge(keys, Lp, thr + 1);
+  return emit(keys, pos, L, thr, kk - above, out);
 }
 
 // Select, quantize and pack one row of one block.
 void pack_block(const CompressParams& p, int64_t row, int64_t b, int64_t nb, const float* e, int L,
-                uint64_t* keys) {
+                int32_t* keys) {
   const int kk = std::min(p.k, L);
   uint8_t* idx = p.idx + (row * nb + b) * p.k;
   const int got = select_topk(e, L, kk, keys, idx);
@@ -225,8 +407,8 @@ void pack_block(const CompressParams& p, int64_t row, int64_t b, int64_t nb, con
 constexpr int kRows = 4;
 
 template <int RT>
-int64_t compress_rows(const CompressParams& p, int64_t row0, std::vector<float>& cdeq, std::vector<float>& xb,
-                      std::vector<float>& e, std::vector<uint64_t>& keys) {
+int64_t compress_rows(const CompressParams& p, const Panels& panels, int64_t row0, std::vector<float>& cdeq,
+                      std::vector<float>& xb, std::vector<float>& e, std::vector<int32_t>& keys) {
   int64_t bad = 0;
   for (int i = 0; i < RT; ++i) bad += coef_row(p, row0 + i, cdeq.data() + i * p.r);
   if (p.k == 0) return bad;
@@ -236,7 +418,7 @@ int64_t compress_rows(const CompressParams& p, int64_t row0, std::vector<float>&
     const int L = static_cast<int>(std::min<int64_t>(p.block, p.d - j0));
     for (int i = 0; i < RT; ++i)
       load_row_any(p.x_dtype, p.x, (row0 + i) * p.x_stride + j0, L, xb.data() + i * kMaxBlock);
-    residual_tile<RT>(cdeq.data(), p.ut, p.d, p.r, j0, L, xb.data(), e.data());
+    residual_tile<RT>(cdeq.data(), p.ut, panels, b, p.d, p.r, j0, L, xb.data(), e.data());
     for (int i = 0; i < RT; ++i) pack_block(p, row0 + i, b, nb, e.data() + i * kMaxBlock, L, keys.data());
   }
   return bad;
@@ -279,21 +461,22 @@ void check_residual_params(const ResidualParams& p) {
 int64_t compress_cpu(const CompressParams& p, int nthreads) {
   check_compress_params(p);
   const int64_t ntiles = ceil_div(p.n, kRows);
+  const Panels panels = p.k > 0 && p.n > 0 ? pack_panels(p.ut, p.d, p.r, p.block) : Panels{};
   std::vector<int64_t> bad_per_task(std::max(1, nthreads), 0);
   const int nt = static_cast<int>(std::min<int64_t>(std::max(1, nthreads), std::max<int64_t>(ntiles, 1)));
   // one range per worker so each allocates its scratch once
   parallel_for(nt, nt, [&](int64_t w0, int64_t w1) {
     std::vector<float> cdeq(kRows * p.r), xb(kRows * kMaxBlock), e(kRows * kMaxBlock);
-    std::vector<uint64_t> keys(kMaxBlock);
+    std::vector<int32_t> keys(kMaxBlock + 16);
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t t0 = ntiles * w / nt, t1 = ntiles * (w + 1) / nt;
       int64_t bad = 0;
       for (int64_t tile = t0; tile < t1; ++tile) {
         const int64_t row0 = tile * kRows;
         if (row0 + kRows <= p.n) {
-          bad += compress_rows<kRows>(p, row0, cdeq, xb, e, keys);
+          bad += compress_rows<kRows>(p, panels, row0, cdeq, xb, e, keys);
         } else {
-          for (int64_t row = row0; row < p.n; ++row) bad += compress_rows<1>(p, row, cdeq, xb, e, keys);
+          for (int64_t row = row0; row < p.n; ++row) bad += compress_rows<1>(p, panels, row, cdeq, xb, e, keys);
         }
       }
       bad_per_task[w] = bad;

@@ -105,7 +105,7 @@ static void test_compress() {
   std::mt19937 gen(3);
   std::normal_distribution<float> nd;
   const int64_t n = 37, d = 300, r = 5;
-  const int block = 128, k = 9;
+  const int block = 128;
   const int64_t nb = ceil_div(d, block);
   std::vector<float> x(n * d), ut(r * d), xu(n * r);
   for (auto& v : x) v = nd(gen);
@@ -116,6 +116,8 @@ static void test_compress() {
       for (int64_t j = 0; j < d; ++j) s += double(x[i * d + j]) * ut[t * d + j];
       xu[i * r + t] = float(s);
     }
+  // k = 3 (small-k top list), 9 (candidates + bisection), 20 (bisection over the whole block)
+  for (int k : {3, 9, 20})
   for (int coef : {kCoefF32, kCoefBF16, kCoefI8})
     for (int bits : {8, 4}) {
       const Packed a = run_compress(x, ut, xu, n, d, r, coef, block, k, bits, false, 1);
@@ -173,6 +175,7 @@ static void test_compress() {
         }
       }
     }
+  const int k = 9;
   // stochastic rounding is reproducible and independent of the thread count
   const Packed s1 = run_compress(x, ut, xu, n, d, r, kCoefBF16, block, k, 4, true, 1);
   const Packed s2 = run_compress(x, ut, xu, n, d, r, kCoefBF16, block, k, 4, true, 2);
