@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from thrifty.compress import _checks, _codec, _kernels
+from thrifty.compress import _checks, _kernels
 from thrifty.compress._codec import LayerCodec, LayerConfig
 
 __all__ = ["CompressedLinear", "LayerState"]
@@ -122,13 +122,16 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, ...]
 def _backward(ctx: Any, grad_y: Tensor, *_unused: Any) -> tuple[Optional[Tensor], ...]:
     weight, u, c, c_scale, vals, idx, scales = ctx.saved_tensors
     grad_x = grad_w = grad_b = None
-    if ctx.needs_input_grad[0]:
-        grad_x = grad_y.mm(weight.to(grad_y.dtype))
-    if ctx.needs_input_grad[1]:
-        gw = _kernels.grad_weight(grad_y, u, c, c_scale, vals, idx, scales, d=ctx.d, block=ctx.block, bits=ctx.bits)
-        grad_w = gw.to(weight.dtype)
-    if ctx.bias_dtype is not None and ctx.needs_input_grad[2]:
-        grad_b = grad_y.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
+    with torch.autocast(grad_y.device.type, enabled=False):  # a CPU backward may run inside the user's autocast
+        if ctx.needs_input_grad[0]:
+            grad_x = grad_y.mm(weight.to(grad_y.dtype))
+        if ctx.needs_input_grad[1]:
+            gw = _kernels.grad_weight(
+                grad_y, u, c, c_scale, vals, idx, scales, d=ctx.d, block=ctx.block, bits=ctx.bits
+            )
+            grad_w = gw.to(weight.dtype)
+        if ctx.bias_dtype is not None and ctx.needs_input_grad[2]:
+            grad_b = grad_y.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
     return grad_x, grad_w, grad_b, None, None, None, None, None, None, None, None
 
 
@@ -319,9 +322,9 @@ class CompressedLinear(nn.Module):
             )
         if x2d.shape[0] == 0:
             return F.linear(x2d, weight, bias).reshape(*lead, self.out_features)
-        u, xu, seed = self._prepare(x2d.detach())
-        cfg = self.codec.config
-        with torch.autocast(dev, enabled=False):
+        with torch.autocast(dev, enabled=False):  # the basis, planning and factors stay in fp32
+            u, xu, seed = self._prepare(x2d.detach())
+            cfg = self.codec.config
             out = stac_linear(x2d, weight, bias, u, xu, cfg.coef, cfg.block, cfg.k, cfg.bits, cfg.stochastic, seed)
         y2d = out[0]
         if not torch.compiler.is_compiling():
@@ -340,21 +343,11 @@ class CompressedLinear(nn.Module):
         """
         codec = self.codec
         recompute = torch._C._current_graph_task_id() != -1
-        if recompute and codec.u is not None:
-            u = codec.u if codec.u.device == x2d.device else codec.u.to(x2d.device)
-            xu = None
-        else:
-            u = codec.basis_for(x2d)
+        u = codec.basis_for(x2d, advance=not recompute)
+        xu = codec.projection_for(x2d, u)  # X·U_new from this batch's refresh: saves the encoder's GEMM
+        if not recompute:
             self.state.step += 1
-            proj = codec._proj  # X·U_new from this batch's refresh: saves the encoder's GEMM
-            xu = proj[2] if proj is not None and proj[1] is u and proj[2].shape[0] == x2d.shape[0] else None
-            codec._proj = None
-        cfg = codec.config
-        assert cfg is not None
-        seed = 0
-        if cfg.stochastic:  # the codec's (seed, step, layer) key, as a signed int64 for the op's schema
-            key = _codec._mix_seed(codec.seed, codec.step, codec.layer_index)
-            seed = key - (1 << 64) if key >= (1 << 63) else key
+        seed = codec.rounding_seed() if codec.stochastic else 0
         return u, xu, seed
 
     def _account(self, x2d: Tensor, out: tuple[Tensor, ...]) -> None:
@@ -372,7 +365,8 @@ class CompressedLinear(nn.Module):
         s = min(self.monitor_rows, n)
         rows = torch.randperm(n, generator=self._sampler)[:s].to(x2d.device)
         _y, c, c_scale, vals, idx, scales = out
-        with torch.no_grad():
+        dev = x2d.device.type
+        with torch.no_grad(), torch.autocast(dev, enabled=False):
             xs = x2d.index_select(0, rows).to(torch.float32)
             cs = c_scale.index_select(0, rows) if c_scale.numel() else c_scale
             xhat = _kernels.decompress(
@@ -388,7 +382,7 @@ class CompressedLinear(nn.Module):
         both = torch.cat([xs, es], dim=1)
 
         def hook(grad: Tensor) -> None:
-            with torch.no_grad():
+            with torch.no_grad(), torch.autocast(dev, enabled=False):
                 gs = grad.detach().index_select(0, rows).to(torch.float32)
                 prod = gs.t() @ both  # one small GEMM: [G_sᵀX_s | G_sᵀE_s]
                 g, delta = prod[:, :d], prod[:, d:]

@@ -42,9 +42,10 @@ class LayerReport:
     ratio : float
         ``dense_bytes / stored_bytes`` (NaN before the first forward).
     basis_bytes : int
-        Bytes of the persistent basis ``U`` (float32, shared by all steps; 0 before planning).
+        Bytes of the persistent basis ``U`` (float32 layer state, shared by all steps; 0 before planning).
     captured_energy : float
-        ``‖X_s U‖² / ‖X_s‖²`` on the sampled rows.
+        ``‖X U‖² / ‖X‖²`` of the batch of the last basis refresh (on the monitor's sampled rows when the
+        codec has not measured it).
     rel_error : float
         ``‖X_s − X̂_s‖ / ‖X_s‖`` on the sampled rows (after coefficients and residual).
     eps : float
@@ -227,7 +228,11 @@ def _layer_report(name: str, layer: CompressedLinear) -> LayerReport:
         rank, coef = int(cfg.rank), str(cfg.coef)
         density = cfg.k / min(cfg.block, layer.in_features) if cfg.k > 0 else 0.0
         bits = int(cfg.bits) if cfg.k > 0 else None
-        basis_bytes = 0 if layer.exact else layer.in_features * rank * 4
+        basis_bytes = layer.codec.state_bytes
+    energy = st.captured_energy
+    if cfg is not None and layer.codec.step > 0:
+        whole_batch = layer.codec.stats.captured_energy  # measured on the whole batch at the last refresh
+        energy = energy if math.isnan(whole_batch) else whole_batch
     eps = st.eps
     cos_bound = math.sqrt(max(0.0, 1.0 - eps * eps)) if not math.isnan(eps) else math.nan
     return LayerReport(
@@ -244,7 +249,7 @@ def _layer_report(name: str, layer: CompressedLinear) -> LayerReport:
         dense_bytes=st.dense_bytes,
         ratio=st.dense_bytes / st.stored_bytes if st.stored_bytes > 0 else math.nan,
         basis_bytes=basis_bytes,
-        captured_energy=st.captured_energy,
+        captured_energy=energy,
         rel_error=st.rel_error,
         eps=eps,
         cos_bound=cos_bound,
