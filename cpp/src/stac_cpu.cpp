@@ -450,12 +450,12 @@ void check_compress_params(const CompressParams& p) {
   if (p.n > 0 && p.k > 0 && (!p.vals || !p.idx || !p.scales)) bad_arg("compress: null residual pointer");
 }
 
-void check_residual_params(const ResidualParams& p) {
+void check_residual_params(const ResidualParams& p, bool pointers) {
   if (p.n < 0 || p.d < 1) bad_arg("d: need n >= 0 rows and d >= 1 features");
   if (p.block < 1 || p.block > kMaxBlock) bad_arg("block: must be in [1, 256]");
   if (p.k < 0 || p.k > p.block) bad_arg("k: must be in [0, block]");
   if (p.bits != 4 && p.bits != 8) bad_arg("bits: must be 4 or 8");
-  if (p.n > 0 && p.k > 0 && (!p.vals || !p.idx || !p.scales)) bad_arg("residual: null data pointer");
+  if (pointers && p.n > 0 && p.k > 0 && (!p.vals || !p.idx || !p.scales)) bad_arg("residual: null data pointer");
 }
 
 int64_t compress_cpu(const CompressParams& p, int nthreads) {

@@ -299,19 +299,12 @@ __global__ void residual_scatter_kernel(const void* vals, const uint8_t* idx, co
   out[row * out_stride + b * block + idx[rb * k + s]] += mul_rn(static_cast<float>(q), scales[rb]);
 }
 
-int sm_count() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 132;
-  }
-  return sms > 0 ? sms : 132;
-}
-
 int64_t grad_splits(const ResidualParams& p, int64_t m) {
   if (p.k == 0 || p.n == 0 || m == 0) return 0;
   const int64_t nb = ceil_div(p.d, p.block), nmt = ceil_div(m, kGradMT);
-  const int64_t target = 4LL * sm_count();
+  // A fixed CTA target (about 4 waves of an H100/H200) rather than the device's SM count: the split count
+  // (hence the workspace size the caller allocates, and the summation order) must not depend on the device.
+  const int64_t target = 512;
   int64_t splits = ceil_div(target, nb * nmt);
   splits = std::min<int64_t>(splits, ceil_div(p.n, 64));  // at least 64 rows per split
   return std::max<int64_t>(splits, 1);
@@ -328,9 +321,10 @@ int cuda_device_count() {
   return count;
 }
 
-void compress_cuda(const CompressParams& p, void* stream) {
+void compress_cuda(const CompressParams& p, int device, void* stream) {
   check_compress_params(p);
   if (p.n == 0) return;
+  check(cudaSetDevice(device), "stac compress: cudaSetDevice");
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int warps = 8;
   coef_kernel<<<static_cast<unsigned>(ceil_div(p.n, warps)), 32 * warps, 0, s>>>(p.xu, p.n, p.r, p.coef, p.c,
@@ -350,9 +344,10 @@ int64_t residual_grad_workspace(const ResidualParams& p, int64_t m) {
 }
 
 void residual_grad_cuda(const ResidualParams& p, const void* g, int g_dtype, int64_t m, int64_t g_stride,
-                        float* out, int64_t out_stride, float* workspace, void* stream) {
+                        float* out, int64_t out_stride, float* workspace, int device, void* stream) {
   check_residual_params(p);
   if (p.k == 0 || p.n == 0 || m == 0) return;
+  check(cudaSetDevice(device), "stac residual_grad: cudaSetDevice");
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int64_t splits = grad_splits(p, m);
   if (splits > 1 && workspace == nullptr) throw std::invalid_argument("workspace: required for these sizes");
@@ -370,9 +365,10 @@ void residual_grad_cuda(const ResidualParams& p, const void* g, int g_dtype, int
   }
 }
 
-void residual_scatter_cuda(const ResidualParams& p, float* out, int64_t out_stride, void* stream) {
+void residual_scatter_cuda(const ResidualParams& p, float* out, int64_t out_stride, int device, void* stream) {
   check_residual_params(p);
   if (p.k == 0 || p.n == 0) return;
+  check(cudaSetDevice(device), "stac residual_scatter: cudaSetDevice");
   const int64_t total = p.n * ceil_div(p.d, p.block) * p.k;
   residual_scatter_kernel<<<static_cast<unsigned>(ceil_div(total, 256)), 256, 0, static_cast<cudaStream_t>(stream)>>>(
       p.vals, p.idx, p.scales, p.n, p.d, p.block, p.k, p.bits, out, out_stride);

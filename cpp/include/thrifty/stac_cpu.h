@@ -37,7 +37,7 @@ struct ResidualParams {
 
 // Throws std::invalid_argument naming the offending argument.
 void check_compress_params(const CompressParams& p);
-void check_residual_params(const ResidualParams& p);
+void check_residual_params(const ResidualParams& p, bool pointers = true);
 
 // Quantize the coefficients, then per tile E = X - deq(C)·Uᵀ (never materialised whole), per block keep the k
 // entries of largest |E| (ties -> lower index), quantize them with a per-block scale and pack them.

@@ -98,7 +98,12 @@ def _cuda() -> ModuleType:
 
 
 def _stream(t: Tensor) -> int:
+    """The cudaStream_t of torch's current stream on t's device (kernels are queued on it)."""
     return int(torch.cuda.current_stream(t.device).cuda_stream)
+
+
+def _device(t: Tensor) -> int:
+    return int(t.device.index if t.device.index is not None else torch.cuda.current_device())
 
 
 def _threads() -> int:
@@ -309,7 +314,7 @@ def _compress_op(
         vals.data_ptr(), idx.data_ptr(), scales.data_ptr(),
     )  # fmt: skip
     if x.device.type == "cuda":
-        _cuda().compress(*args, _stream(x))
+        _cuda().compress(*args, _device(x), _stream(x))
     else:
         bad = _cpu().compress(*args, _threads())
         if bad:
@@ -427,7 +432,10 @@ def _grad_weight_op(
     args = (vc.data_ptr(), ic.data_ptr(), sc.data_ptr(), n, d, block, k, bits, g32.data_ptr(), 0, m,
             g32.stride(0) if n > 1 else m, out.data_ptr(), d)  # fmt: skip
     if g.device.type == "cuda":
-        _cuda().residual_grad(*args, _stream(g))
+        mod = _cuda()
+        n_ws = int(mod.residual_grad_workspace(n, d, block, k, m))
+        ws = torch.empty(n_ws, dtype=torch.float32, device=g.device) if n_ws else None
+        mod.residual_grad(*args, 0 if ws is None else ws.data_ptr(), _device(g), _stream(g))
     else:
         _cpu().residual_grad(*args, _threads())
     return out
@@ -509,7 +517,7 @@ def _decompress_op(
     vc, ic, sc = vals.contiguous(), idx.contiguous(), scales.contiguous()
     args = (vc.data_ptr(), ic.data_ptr(), sc.data_ptr(), n, d, block, k, bits, out.data_ptr(), d)
     if c.device.type == "cuda":
-        _cuda().residual_scatter(*args, _stream(c))
+        _cuda().residual_scatter(*args, _device(c), _stream(c))
     else:
         _cpu().residual_scatter(*args, _threads())
     return out
