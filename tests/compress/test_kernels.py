@@ -430,3 +430,26 @@ def test_factor_functions_bad_input():
     nan[0, 0] = float("nan")
     with pytest.raises(ValueError, match="x"):
         K.refresh(nan, u)
+
+
+@pytest.mark.parametrize("amp", [torch.bfloat16, torch.float16])
+def test_ops_under_autocast_match_fp32(amp):
+    """Custom-op bodies run with autocast active: the GEMMs inside must stay float32 (raw pointers are
+    read as float32), so results under autocast equal those outside it."""
+    x = _activations(64, 64, seed=27)
+    u = _orthonormal(64, 8, seed=28)
+    g = torch.randn(64, 5, generator=torch.Generator().manual_seed(29))
+    want = K.compress(x, u, coef="int8", block=64, k=2, bits=8)
+    want_g = K.grad_weight(g, u, *want, d=64, block=64, bits=8)
+    want_x = K.decompress(u, *want, d=64, block=64, bits=8)
+    want_u, want_e = K.refresh(x, u)
+    with torch.autocast("cpu", dtype=amp):
+        got = K.compress(x, u, coef="int8", block=64, k=2, bits=8)
+        got_g = K.grad_weight(g, u, *got, d=64, block=64, bits=8)
+        got_x = K.decompress(u, *got, d=64, block=64, bits=8)
+        got_u, got_e = K.refresh(x, u)
+    for a, b in zip(got, want):
+        assert torch.equal(a, b)
+    assert got_g.dtype == torch.float32 and torch.equal(got_g, want_g)
+    assert got_x.dtype == torch.float32 and torch.equal(got_x, want_x)
+    assert got_u.dtype == torch.float32 and torch.equal(got_u, want_u) and got_e == want_e

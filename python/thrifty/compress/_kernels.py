@@ -267,6 +267,16 @@ def _rows(t: Tensor) -> Tensor:
     return t if t.stride(-1) == 1 and (t.shape[0] <= 1 or t.stride(0) >= t.shape[1]) else t.contiguous()
 
 
+def _mm32(a: Tensor, b: Tensor) -> Tensor:
+    """float32 GEMM also inside an autocast region (custom-op bodies run with autocast still active, and the
+    kernels read these buffers as float32)."""
+    with torch.autocast(device_type=a.device.type, enabled=False):
+        out = torch.mm(a.to(torch.float32), b.to(torch.float32))
+    if out.dtype != torch.float32:  # defensive: a raw pointer to it goes to C++
+        raise RuntimeError(f"internal error: GEMM returned {out.dtype}")
+    return out
+
+
 def _coef_dequant(c: Tensor, c_scale: Tensor) -> Tensor:
     if c.dtype == torch.int8:
         return c.to(torch.float32) * c_scale[:, None]
@@ -296,10 +306,10 @@ def _compress_op(
     n, d, r, nb = _check_compress(x, u, xu, coef, block, k, bits)
     xr = _rows(x)
     if xu is None:
-        proj = torch.mm(xr if xr.dtype == torch.float32 else xr.to(torch.float32), u)
+        proj = _mm32(xr, u)
         c = proj if coef == "fp32" else torch.empty((n, r), dtype=_COEF_DTYPE[coef], device=x.device)
     else:
-        proj = xu.contiguous()
+        proj = xu.to(torch.float32).contiguous()
         c = torch.empty((n, r), dtype=_COEF_DTYPE[coef], device=x.device)
     c_scale = torch.empty((n,) if coef == "int8" else (0,), dtype=torch.float32, device=x.device)
     vals = torch.empty(_vals_shape(n, nb, k, bits), dtype=torch.int8 if bits == 8 else torch.uint8, device=x.device)
@@ -424,7 +434,7 @@ def _grad_weight_op(
     _check_g(g, c, n)
     g32 = _rows(g if g.dtype == torch.float32 else g.to(torch.float32))
     m = g.shape[1]
-    out = torch.mm(torch.mm(g32.t(), _coef_dequant(c, c_scale)), u.t())
+    out = _mm32(_mm32(g32.t(), _coef_dequant(c, c_scale)), u.t())
     if k == 0 or n == 0 or m == 0:
         return out
     out = out.contiguous()
@@ -511,7 +521,7 @@ def _decompress_op(
     u: Tensor, c: Tensor, c_scale: Tensor, vals: Tensor, idx: Tensor, scales: Tensor, d: int, block: int, bits: int
 ) -> Tensor:
     n, _, _, k = _check_factors(u, c, c_scale, vals, idx, scales, d, block, bits)
-    out = torch.mm(_coef_dequant(c, c_scale), u.t()).contiguous()
+    out = _mm32(_coef_dequant(c, c_scale), u.t()).contiguous()
     if k == 0 or n == 0:
         return out
     vc, ic, sc = vals.contiguous(), idx.contiguous(), scales.contiguous()
@@ -561,13 +571,14 @@ def decompress(
 @torch.library.custom_op("thrifty::stac_refresh", mutates_args=(), device_types=("cpu", "cuda"))
 def _refresh_op(x: Tensor, u: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     _check_refresh(x, u)
-    x32 = x if x.dtype == torch.float32 else x.to(torch.float32)
-    y = torch.mm(x32.t(), torch.mm(x32, u))  # Xᵀ(X·U), (d, r)
-    q = torch.linalg.qr(y).Q.contiguous()  # Householder: orthonormal even when Y is rank deficient
-    xq = torch.mm(x32, q)
-    total = torch.linalg.vector_norm(x32).square()
-    captured = torch.linalg.vector_norm(xq).square()
-    energy = torch.where(total == 0, 1.0, captured / total)  # NaN input stays NaN (reported by refresh)
+    with torch.autocast(device_type=x.device.type, enabled=False):
+        x32 = x if x.dtype == torch.float32 else x.to(torch.float32)
+        y = _mm32(x32.t(), _mm32(x32, u))  # Xᵀ(X·U), (d, r)
+        q = torch.linalg.qr(y).Q.contiguous()  # Householder: orthonormal even when Y is rank deficient
+        xq = _mm32(x32, q)
+        total = torch.linalg.vector_norm(x32).square()
+        captured = torch.linalg.vector_norm(xq).square()
+        energy = torch.where(total == 0, 1.0, captured / total)  # NaN input stays NaN (reported by refresh)
     return q, energy.to(torch.float32), xq
 
 
