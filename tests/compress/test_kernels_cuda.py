@@ -105,14 +105,25 @@ def test_cuda_refresh_and_streams():
     assert eg == pytest.approx(ec, rel=1e-4)
     s = torch.cuda.Stream()
     xg, ug = x.cuda(), u.cuda()
+    xu = xg @ ug
     torch.cuda.synchronize()
     with torch.cuda.stream(s):
-        p = K.compress(xg, ug, coef="bf16", block=128, k=8, bits=8, stochastic=True, seed=1)
+        p = K.compress(xg, ug, coef="bf16", block=128, k=8, bits=8, stochastic=True, seed=1, xu=xu)
     s.synchronize()
-    q = K.compress(xg, ug, coef="bf16", block=128, k=8, bits=8, stochastic=True, seed=1)
-    # X·U comes from cuBLAS in both calls (same kernel, same stream semantics): identical bytes
+    q = K.compress(xg, ug, coef="bf16", block=128, k=8, bits=8, stochastic=True, seed=1, xu=xu)
     for a, b in zip(p, q):
         assert torch.equal(a, b)
+
+
+def test_cuda_row_stride_input():
+    wide = _activations(300, 200, seed=9)
+    x = wide[:, 7:135]  # row stride 200
+    u = _orthonormal(128, 6, seed=10)
+    xu = x @ u
+    cpu = K.compress(x, u, coef="int8", block=64, k=5, bits=4, xu=xu)
+    gpu = K.compress(x.cuda(), u.cuda(), coef="int8", block=64, k=5, bits=4, xu=xu.cuda())
+    for a, b in zip(cpu, gpu):
+        assert torch.equal(a, b.cpu())
 
 
 def test_cuda_opcheck_and_mixed_devices():
