@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
-
-from thrifty.compress import CompressedLinear, compression_report, stac_r, unwrap  # noqa: E402
-from thrifty.compress import _kernels as K  # noqa: E402
+from thrifty.compress import CompressedLinear, compression_report, stac_r, unwrap
+from thrifty.compress import _kernels as K
+from torch import nn
 
 pytestmark = pytest.mark.skipif(not K.backends()["cpu"], reason="thrifty._stac_cpu is not built")
 
@@ -36,11 +35,11 @@ def _unchanged(model: nn.Module, snap: tuple[list[type], dict[str, torch.Tensor]
 
 
 BAD_CALLS: list[tuple[dict[str, Any], type[Exception], str]] = [
-    ({"layers": "2"}, ValueError, r"layers: '2' is a Conv1d"),
+    ({"layers": "2"}, TypeError, r"layers: '2' is a Conv1d"),
     ({"layers": "nope*"}, ValueError, r"layers: 'nope\*' matches no module"),
     ({"layers": 3}, TypeError, r"layers:"),
     ({"layers": lambda n, m: False}, ValueError, r"layers: the predicate selected no module"),
-    ({"layers": lambda n, m: n == "1"}, ValueError, r"layers: '1' is a ReLU"),
+    ({"layers": lambda n, m: n == "1"}, TypeError, r"layers: '1' is a ReLU"),
     ({"rank": 16, "layers": "0"}, ValueError, r"rank: 16 >= width 16 .*'0'"),
     ({"rank": {"3": 40}}, ValueError, r"rank: 40 >= width 32 .*'3'"),
     ({"rank": 0}, ValueError, r"rank: must be >= 1"),
@@ -118,7 +117,7 @@ def test_subclass_with_own_forward_and_mha_out_proj_refused() -> None:
 
 def test_already_wrapped() -> None:
     model = stac_r(nn.Sequential(nn.Linear(8, 4)), exact=True)
-    with pytest.raises(ValueError, match="already a CompressedLinear"):
+    with pytest.raises(TypeError, match="already a CompressedLinear"):
         stac_r(model, layers="0")
 
 

@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.nn.functional as F  # noqa: E402
-from torch import nn  # noqa: E402
-
-from thrifty.compress import CompressedLinear, compression_report, stac_r  # noqa: E402
-from thrifty.compress import _kernels as K  # noqa: E402
-from thrifty.compress._linear import stac_linear  # noqa: E402
+import torch.nn.functional as F
+from thrifty.compress import CompressedLinear, compression_report, stac_r
+from thrifty.compress import _kernels as K
+from thrifty.compress._linear import stac_linear
+from torch import nn
 
 pytestmark = pytest.mark.skipif(not K.backends()["cpu"], reason="thrifty._stac_cpu is not built")
 
@@ -185,6 +184,9 @@ def test_torch_compile_through_the_custom_op(exact: bool) -> None:
         torch.testing.assert_close(got[name], ref[name], rtol=1e-5, atol=1e-6)
     layer = compiled_model.blocks[0].fc1
     assert isinstance(layer, CompressedLinear) and layer.state.step == 2
+    for ours, theirs in zip(compression_report(compiled_model), compression_report(eager)):
+        assert ours.stored_bytes == theirs.stored_bytes > 0
+        assert ours.eps == pytest.approx(theirs.eps, rel=1e-4, abs=1e-7)
 
 
 def test_torch_compile_inductor_small() -> None:

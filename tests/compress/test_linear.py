@@ -10,9 +10,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from thrifty.compress import CompressedLinear, SavedBytesMeter  # noqa: E402
-from thrifty.compress import _kernels as K  # noqa: E402
-from thrifty.compress._linear import stac_linear  # noqa: E402
+from thrifty.compress import CompressedLinear, SavedBytesMeter
+from thrifty.compress import _kernels as K
+from thrifty.compress._linear import stac_linear
 
 pytestmark = pytest.mark.skipif(not K.backends()["cpu"], reason="thrifty._stac_cpu is not built")
 

@@ -7,10 +7,9 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
-
-from thrifty.compress import CompressedLinear, compression_report, stac_r  # noqa: E402
-from thrifty.compress import _kernels as K  # noqa: E402
+from thrifty.compress import CompressedLinear, compression_report, stac_r
+from thrifty.compress import _kernels as K
+from torch import nn
 
 pytestmark = pytest.mark.skipif(not K.backends()["cpu"], reason="thrifty._stac_cpu is not built")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -58,7 +57,7 @@ def check_seed(seed: object) -> int:
     return value
 
 
-def check_rank(rank: object, width: int, where: str) -> Optional[int]:
+def check_rank(rank: object, width: int, where: str) -> int | None:
     """Rank of the tracked basis: an int in [1, width - 1] (``rank >= width`` stores more than the input)."""
     if rank is None:
         return None
@@ -75,7 +74,7 @@ def check_rank(rank: object, width: int, where: str) -> Optional[int]:
     return value
 
 
-def check_density(density: object, where: str) -> Optional[float]:
+def check_density(density: object, where: str) -> float | None:
     """Residual density: the kept share of entries per block, in (0, 1]."""
     if density is None:
         return None
@@ -87,7 +86,7 @@ def check_density(density: object, where: str) -> Optional[float]:
     return value
 
 
-def check_bits(bits: object, where: str) -> Optional[int]:
+def check_bits(bits: object, where: str) -> int | None:
     if bits is None:
         return None
     if isinstance(bits, bool) or not isinstance(bits, numbers.Integral) or int(bits) not in (4, 8):
@@ -95,7 +94,7 @@ def check_bits(bits: object, where: str) -> Optional[int]:
     return int(bits)
 
 
-def check_coef_dtype(coef: object, where: str) -> Optional[str]:
+def check_coef_dtype(coef: object, where: str) -> str | None:
     """``"fp32" | "bf16" | "int8"`` (also ``torch.float32`` / ``torch.bfloat16`` / ``torch.int8``)."""
     if coef is None:
         return None
@@ -107,7 +106,7 @@ def check_coef_dtype(coef: object, where: str) -> Optional[str]:
         ) from None
 
 
-def check_refresh_every(refresh_every: object, where: str) -> Optional[int]:
+def check_refresh_every(refresh_every: object, where: str) -> int | None:
     if refresh_every is None:
         return None
     if isinstance(refresh_every, bool) or not isinstance(refresh_every, numbers.Integral):
@@ -121,7 +120,7 @@ def check_refresh_every(refresh_every: object, where: str) -> Optional[int]:
 def check_linear(name: str, module: object) -> nn.Linear:
     """A module that can be wrapped: an ``nn.Linear`` with floating parameters on one device."""
     if not isinstance(module, nn.Linear):
-        raise ValueError(
+        raise TypeError(
             f"layers: {name!r} is a {type(module).__name__}; only torch.nn.Linear modules can be compressed"
         )
     if type(module) is not nn.Linear and type(module).forward is not nn.Linear.forward:

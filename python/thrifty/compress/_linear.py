@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -49,9 +49,9 @@ _CODEC_KEYS = {"rank": "rank", "residual_density": "residual_density", "residual
 def stac_linear(
     x: Tensor,
     weight: Tensor,
-    bias: Optional[Tensor],
+    bias: Tensor | None,
     u: Tensor,
-    xu: Optional[Tensor],
+    xu: Tensor | None,
     coef: str,
     block: int,
     k: int,
@@ -89,9 +89,9 @@ def stac_linear(
 def _stac_linear_fake(
     x: Tensor,
     weight: Tensor,
-    bias: Optional[Tensor],
+    bias: Tensor | None,
     u: Tensor,
-    xu: Optional[Tensor],
+    xu: Tensor | None,
     coef: str,
     block: int,
     k: int,
@@ -119,7 +119,7 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, ...]
     ctx.mark_non_differentiable(c, c_scale, vals, idx, scales)
 
 
-def _backward(ctx: Any, grad_y: Tensor, *_unused: Any) -> tuple[Optional[Tensor], ...]:
+def _backward(ctx: Any, grad_y: Tensor, *_unused: Any) -> tuple[Tensor | None, ...]:
     weight, u, c, c_scale, vals, idx, scales = ctx.saved_tensors
     grad_x = grad_w = grad_b = None
     with torch.autocast(grad_y.device.type, enabled=False):  # a CPU backward may run inside the user's autocast
@@ -216,7 +216,8 @@ class CompressedLinear(nn.Module):
     Input: any shape ``(..., in_features)``, float32 / bfloat16 / float16 on the weight's device; under
     ``torch.autocast`` the layer computes in the autocast dtype like ``nn.Linear``. Raises TypeError for a
     non-float input and ValueError for a wrong last dimension or an input on another device than the weight.
-    The monitor runs in eager mode only (it is skipped while ``torch.compile`` traces).
+    Under ``torch.compile`` the op is traced (fake registrations); the host-side policy (planning, refresh,
+    accounting, the monitor) runs eagerly around it, a graph break on each side.
 
     Examples
     --------
@@ -242,11 +243,11 @@ class CompressedLinear(nn.Module):
         linear: nn.Linear,
         ratio: float = 8.0,
         *,
-        rank: Optional[int] = None,
-        residual_density: Optional[float] = None,
-        residual_bits: Optional[int] = None,
-        coef_dtype: Optional[str] = None,
-        refresh_every: Optional[int] = None,
+        rank: int | None = None,
+        residual_density: float | None = None,
+        residual_bits: int | None = None,
+        coef_dtype: str | None = None,
+        refresh_every: int | None = None,
         exact: bool = False,
         seed: int = 0,
         layer_index: int = 0,
@@ -292,9 +293,9 @@ class CompressedLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, {mode}"
 
     @property
-    def config(self) -> Optional[LayerConfig]:
+    def config(self) -> LayerConfig | None:
         """The codec's current plan (None before the first forward in budget mode)."""
-        cfg: Optional[LayerConfig] = self.codec.config
+        cfg: LayerConfig | None = self.codec.config
         return cfg
 
     def to_linear(self) -> nn.Linear:
@@ -309,7 +310,8 @@ class CompressedLinear(nn.Module):
         _checks.check_input(x, self.weight)
         lead = x.shape[:-1]
         x2d = x.reshape(-1, self.in_features)
-        weight, bias = self.weight, self.bias
+        weight: Tensor = self.weight
+        bias: Tensor | None = self.bias
         dev = x.device.type
         if torch.is_autocast_enabled(dev):
             dt = torch.get_autocast_dtype(dev)
@@ -324,17 +326,15 @@ class CompressedLinear(nn.Module):
             return F.linear(x2d, weight, bias).reshape(*lead, self.out_features)
         with torch.autocast(dev, enabled=False):  # the basis, planning and factors stay in fp32
             u, xu, seed = self._prepare(x2d.detach())
-            cfg = self.codec.config
-            out = stac_linear(x2d, weight, bias, u, xu, cfg.coef, cfg.block, cfg.k, cfg.bits, cfg.stochastic, seed)
+            cfg = self.codec.config  # read here, not returned: torch.compile keeps these ints static
+            assert cfg is not None
+            out: tuple[Tensor, ...] = stac_linear(x2d, weight, bias, u, xu, cfg.coef, cfg.block, cfg.k, cfg.bits, cfg.stochastic, seed)
         y2d = out[0]
-        if not torch.compiler.is_compiling():
-            self._account(x2d, out)
-            if y2d.requires_grad and self._monitor_due():
-                self._monitor(x2d.detach(), u, out, cfg)
+        self._observe(x2d.detach(), u, out, cfg)  # eager even under torch.compile (a graph break)
         return y2d.reshape(*lead, self.out_features)
 
-    @torch.compiler.disable  # type: ignore[misc]
-    def _prepare(self, x2d: Tensor) -> tuple[Tensor, Optional[Tensor], int]:
+    @torch.compiler.disable  # type: ignore[untyped-decorator]
+    def _prepare(self, x2d: Tensor) -> tuple[Tensor, Tensor | None, int]:
         """Basis, reusable projection ``x·u`` and rounding key for this batch.
 
         Host-side policy (planning, refresh schedule, step counting): runs eagerly even under torch.compile.
@@ -349,6 +349,13 @@ class CompressedLinear(nn.Module):
             self.state.step += 1
         seed = codec.rounding_seed() if codec.stochastic else 0
         return u, xu, seed
+
+    @torch.compiler.disable  # type: ignore[untyped-decorator]
+    def _observe(self, x2d: Tensor, u: Tensor, out: tuple[Tensor, ...], cfg: LayerConfig) -> None:
+        """Byte accounting and, when due, the gradient-error monitor (eager only)."""
+        self._account(x2d, out)
+        if out[0].requires_grad and self._monitor_due():
+            self._monitor(x2d, u, out, cfg)
 
     def _account(self, x2d: Tensor, out: tuple[Tensor, ...]) -> None:
         st = self.state
@@ -398,5 +405,5 @@ class CompressedLinear(nn.Module):
                 state.rel_error = float(rel)
                 state.eps_step = step
 
-        out[0].register_hook(hook)
+        out[0].register_hook(hook)  # type: ignore[no-untyped-call]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any, Optional, Union, overload
+from typing import Any, overload
 
 from torch import nn
 
@@ -64,10 +64,10 @@ class LayerReport:
     in_features: int
     out_features: int
     exact: bool
-    rank: Optional[int]
-    coef_dtype: Optional[str]
-    residual_density: Optional[float]
-    residual_bits: Optional[int]
+    rank: int | None
+    coef_dtype: str | None
+    residual_density: float | None
+    residual_bits: int | None
     rows: int
     stored_bytes: int
     dense_bytes: int
@@ -152,7 +152,7 @@ class CompressionReport:
     @overload
     def __getitem__(self, key: str) -> LayerReport: ...
 
-    def __getitem__(self, key: Union[int, str]) -> LayerReport:
+    def __getitem__(self, key: int | str) -> LayerReport:
         if isinstance(key, str):
             for layer in self.layers:
                 if layer.name == key:
@@ -222,7 +222,7 @@ def _layer_report(name: str, layer: CompressedLinear) -> LayerReport:
     st = layer.state
     if cfg is None:
         rank = coef = bits = None
-        density: Optional[float] = None
+        density: float | None = None
         basis_bytes = 0
     else:
         rank, coef = int(cfg.rank), str(cfg.coef)

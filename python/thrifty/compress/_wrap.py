@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from torch import nn
 
@@ -15,8 +15,8 @@ from thrifty.compress._linear import CompressedLinear
 __all__ = ["stac_r", "unwrap"]
 
 M = TypeVar("M", bound=nn.Module)
-LayerSelector = Union[None, str, Iterable[str], Callable[[str, nn.Module], bool]]
-PerLayer = Union[None, Any, Mapping[str, Any]]
+LayerSelector = str | Iterable[str] | Callable[[str, nn.Module], bool] | None
+PerLayer = Any  # a value for every selected layer, or a Mapping from layer names/patterns to values
 
 _EXPERT = ("rank", "residual_density", "residual_bits", "coef_dtype", "refresh_every")
 
@@ -72,10 +72,10 @@ def stac_r(
     Raises
     ------
     TypeError
-        ``model`` is not an ``nn.Module``; wrong argument types; a selected layer's weight is not float32,
-        bfloat16 or float16.
+        ``model`` is not an ``nn.Module``; wrong argument types; a selected module is not an ``nn.Linear``
+        (or is already compressed); a selected layer's weight is not float32, bfloat16 or float16.
     ValueError
-        A selected module is not an ``nn.Linear``; a name or pattern matches nothing; ``rank >= in_features``;
+        A name or pattern matches nothing; ``rank >= in_features``;
         ``residual_density`` outside (0, 1]; ``residual_bits`` not 4 or 8; unknown ``coef_dtype``; ``ratio <= 1``;
         a layer's parameters on different devices. Nothing is modified when an error is raised.
 
@@ -179,7 +179,7 @@ def _select(model: nn.Module, layers: LayerSelector) -> list[str]:
     for n in names:
         module = modules[n]
         if isinstance(module, CompressedLinear):
-            raise ValueError(f"layers: {n!r} is already a CompressedLinear")
+            raise TypeError(f"layers: {n!r} is already a CompressedLinear")
         _checks.check_linear(n, module)
         parent = n.rpartition(".")[0]
         if n.endswith("out_proj") and isinstance(modules.get(parent), nn.MultiheadAttention):
