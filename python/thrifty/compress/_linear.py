@@ -223,7 +223,7 @@ class CompressedLinear(nn.Module):
     --------
     >>> import torch
     >>> from thrifty.compress import CompressedLinear
-    >>> torch.manual_seed(0)
+    >>> _ = torch.manual_seed(0)
     >>> lin = torch.nn.Linear(64, 32)
     >>> layer = CompressedLinear(lin, exact=True)
     >>> x = torch.randn(4, 10, 64)

@@ -92,6 +92,7 @@ _COLUMNS = (
     ("stored B", "stored_bytes", "{:,}"),
     ("dense B", "dense_bytes", "{:,}"),
     ("ratio", "ratio", "{:.2f}"),
+    ("basis B", "basis_bytes", "{:,}"),
     ("energy", "captured_energy", "{:.4f}"),
     ("eps", "eps", "{:.4f}"),
     ("cos>=", "cos_bound", "{:.4f}"),
@@ -117,6 +118,8 @@ class CompressionReport:
     layers : tuple of LayerReport
     stored_bytes, dense_bytes : int
         Totals over the layers (last batch).
+    basis_bytes : int
+        Total bytes of the layers' bases (persistent state like a weight, not per batch).
     ratio : float
         ``dense_bytes / stored_bytes`` over all layers (NaN before the first forward).
     """
@@ -130,6 +133,10 @@ class CompressionReport:
     @property
     def dense_bytes(self) -> int:
         return sum(layer.dense_bytes for layer in self.layers)
+
+    @property
+    def basis_bytes(self) -> int:
+        return sum(layer.basis_bytes for layer in self.layers)
 
     @property
     def ratio(self) -> float:
@@ -171,6 +178,7 @@ class CompressionReport:
         total = f"total: {self.stored_bytes:,} B stored for {self.dense_bytes:,} B dense"
         if self.stored_bytes > 0:
             total += f" (ratio {self.ratio:.2f})"
+        total += f"; bases (layer state, not per batch): {self.basis_bytes:,} B"
         return "\n".join(["CompressionReport", *lines, total])
 
 
@@ -202,7 +210,7 @@ def compression_report(model: nn.Module) -> CompressionReport:
     --------
     >>> import torch
     >>> from thrifty.compress import stac_r, compression_report
-    >>> torch.manual_seed(0)
+    >>> _ = torch.manual_seed(0)
     >>> model = stac_r(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 4)))
     >>> model(torch.randn(256, 64)).square().sum().backward()
     >>> report = compression_report(model)
