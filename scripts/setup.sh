@@ -53,7 +53,7 @@ if [ -z "$NVCC" ] && command -v nvcc >/dev/null 2>&1; then NVCC=$(command -v nvc
 kargs=(-S . -B build/cpp -G Ninja -DPython_EXECUTABLE="$PWD/.venv/bin/python")
 if [ -n "$NVCC" ]; then kargs+=(-DCMAKE_CUDA_COMPILER="$(cd "$(dirname "$NVCC")" && pwd)/$(basename "$NVCC")"); fi
 if [ "${THRIFTY_CUDA:-1}" = 0 ]; then kargs+=(-DTHRIFTY_CUDA=OFF); else kargs+=(-DTHRIFTY_CUDA=ON); fi
-if [ "${THRIFTY_REQUIRE_CUDA:-0}" = 1 ]; then kargs+=(-DTHRIFTY_REQUIRE_CUDA=ON); fi
+if [ "${THRIFTY_REQUIRE_CUDA:-0}" = 1 ]; then kargs+=(-DTHRIFTY_REQUIRE_CUDA=ON); else kargs+=(-DTHRIFTY_REQUIRE_CUDA=OFF); fi
 mkdir -p build
 if ! PATH="$PWD/.venv/bin:$PATH" cmake "${kargs[@]}" > build/cmake-configure.log 2>&1; then
   cat build/cmake-configure.log >&2; echo "setup: configuring cpp/ (CMake) failed" >&2; exit 1
