@@ -129,7 +129,7 @@ class Frontier:
         g = g.to(torch.float32).contiguous()
         n, d = x.shape
         gw = g.t() @ x
-        _, vecs = torch.linalg.eigh((x.t() @ x).double())
+        _, vecs = torch.linalg.eigh(x.t() @ x)  # float32 is ample for the top subspace
         v = vecs.flip(1).to(torch.float32)
         layer = list(self.widths).index(name)
         for ratio in self.ratios:
@@ -277,6 +277,9 @@ def run_frontier(args: argparse.Namespace, train: torch.Tensor, val: torch.Tenso
     cap.remove()
     vloss = evaluate(model, val, args.batch, cfg.block_size, args.val_batches)
     if fr is not None:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        raw = {"cos": dict(fr.cos), "bytes": fr.bytes, "eps": dict(fr.eps), "late": dict(fr.late), "widths": fr.widths}
+        torch.save(raw, Path(args.out) / "compress_frontier_raw.pt")
         print("\n(a) FIDELITY FRONTIER")
         print(fr.table())
         for r in args.ratios:
@@ -290,41 +293,19 @@ def run_frontier(args: argparse.Namespace, train: torch.Tensor, val: torch.Tenso
     return model, vloss, times
 
 
-def run_compressed(args: argparse.Namespace, train: torch.Tensor, val: torch.Tensor, cfg: GPTConfig) -> tuple[nn.Module, float, list[float]]:
-    model = stac_r(new_model(args.seed, cfg), ratio=args.train_ratio, inplace=True, seed=args.seed)
-    opt = make_optimizer(model, args.lr)
-    gen = torch.Generator().manual_seed(args.seed)
-    times = []
-    t_start = time.perf_counter()
-    for step in range(args.steps):
-        x, y = get_batch(train, args.batch, cfg.block_size, gen)
-        t0 = time.perf_counter()
-        loss = train_step(model, opt, x, y)
-        times.append(time.perf_counter() - t0)
-        if step % args.log_every == 0 or step == args.steps - 1:
-            print(f"[stac_r {args.train_ratio:g}x] step {step:4d} loss {loss:.3f} ({time.perf_counter() - t_start:.0f} s)", flush=True)
-    vloss = evaluate(unwrap(model), val, args.batch, cfg.block_size, args.val_batches)
-    return model, vloss, times
-
-
 def codecs_of(model: nn.Module) -> list[LayerCodec]:
     return [m.codec for m in model.modules() if isinstance(getattr(m, "codec", None), LayerCodec)]
 
 
 def measure_saved(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int, int]:
     """(bytes saved by the Linears, bytes saved in total, basis state bytes) for one forward+backward."""
-    names = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear) or hasattr(m, "codec")]
-    names = [(n, m) for n, m in names if n]
+    names = [(n, m) for n, m in model.named_modules() if n and (isinstance(m, nn.Linear) or hasattr(m, "codec"))]
     bases = codecs_of(model)
-
-    def is_basis(t: torch.Tensor) -> bool:
-        ptr = t.untyped_storage().data_ptr()
-        return any(c.u is not None and c.u.untyped_storage().data_ptr() == ptr for c in bases)
-
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
 
-    def excluded(t: torch.Tensor) -> bool:
-        return t.untyped_storage().data_ptr() in params or is_basis(t)
+    def excluded(t: torch.Tensor) -> bool:  # parameters and the layers' bases (layer state) are not activations
+        ptr = t.untyped_storage().data_ptr()
+        return ptr in params or any(c.u is not None and c.u.untyped_storage().data_ptr() == ptr for c in bases)
 
     with SavedBytesMeter(exclude=excluded, modules=names) as meter:
         loss = model(x, y)[1]
@@ -332,75 +313,100 @@ def measure_saved(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[i
     total = meter.saved_bytes
     loss.backward()
     model.zero_grad(set_to_none=True)
-    state = sum(c.state_bytes for c in bases)
-    return linear_bytes, total, state
+    return linear_bytes, total, sum(c.state_bytes for c in bases)
 
 
-def run_speed(args: argparse.Namespace, exact: nn.Module, comp: nn.Module, train: torch.Tensor, cfg: GPTConfig) -> None:
+def run_training(args: argparse.Namespace, train: torch.Tensor, val: torch.Tensor, cfg: GPTConfig) -> None:
+    """(b) + (c): exact and stac_r models from the same seed, trained on the same batches, steps interleaved
+    (alternating which goes first) so that their step times are measured in the same process and moment."""
+    exact = new_model(args.seed, cfg)
+    comp = stac_r(new_model(args.seed, cfg), ratio=args.train_ratio, inplace=True, seed=args.seed)
+    opt_e, opt_c = make_optimizer(exact, args.lr), make_optimizer(comp, args.lr)
+    gen = torch.Generator().manual_seed(args.seed)
+    te: list[float] = []
+    tc: list[float] = []
+    t_start = time.perf_counter()
+    for step in range(args.steps):
+        x, y = get_batch(train, args.batch, cfg.block_size, gen)
+        order = ((exact, opt_e, te), (comp, opt_c, tc))
+        losses = []
+        for model, opt, acc in order if step % 2 == 0 else order[::-1]:
+            t0 = time.perf_counter()
+            losses.append(train_step(model, opt, x, y))
+            acc.append(time.perf_counter() - t0)
+        if step % args.log_every == 0 or step == args.steps - 1:
+            le, lc = losses if step % 2 == 0 else losses[::-1]
+            print(f"[train] step {step:4d} loss exact {le:.3f} stac_r {lc:.3f} "
+                  f"(step {te[-1]:.2f} s / {tc[-1]:.2f} s; {time.perf_counter() - t_start:.0f} s)", flush=True)
+    v_exact = evaluate(exact, val, args.batch, cfg.block_size, args.val_batches)
+    v_comp = evaluate(unwrap(comp), val, args.batch, cfg.block_size, args.val_batches)
+    rel = (v_comp - v_exact) / v_exact
+    print(f"\n(b) VALIDATION LOSS after {args.steps} steps (seed {args.seed}, {args.val_batches} fixed batches): "
+          f"exact {v_exact:.4f}, stac_r(ratio={args.train_ratio:g}) {v_comp:.4f} -> {100 * rel:+.2f}% "
+          "(target within 1.5%)")
+    plans: dict[str, int] = {}
+    for m in comp.modules():
+        c = getattr(m, "codec", None)
+        if isinstance(c, LayerCodec) and c.config is not None:
+            key = f"{c.config.coef}{'+res' if c.config.k else ''}"
+            plans[key] = plans.get(key, 0) + 1
+    print(f"    layer plans: {plans}")
     gen = torch.Generator().manual_seed(args.seed + 1)
     x, y = get_batch(train, args.batch, cfg.block_size, gen)
     lin_e, tot_e, _ = measure_saved(exact, x, y)
     lin_c, tot_c, state = measure_saved(comp, x, y)
     print("\n(c) SAVED BYTES (SavedBytesMeter, storages de-duplicated, parameters and bases excluded)")
-    print(f"  wrapped Linears: exact {lin_e:,} B, compressed {lin_c:,} B -> ratio {lin_e / lin_c:.2f}x "
-          f"(configured {args.train_ratio:g}x vs the fp32 activations = {args.train_ratio / 2:g}x vs bf16)")
-    print(f"  bases (layer state, like weights; not per batch): {state:,} B; ratio with them counted "
-          f"{lin_e / (lin_c + state):.2f}x")
+    print(f"  wrapped Linears: exact {lin_e:,} B, compressed {lin_c:,} B -> {lin_e / lin_c:.2f}x "
+          f"(configured ratio {args.train_ratio:g} against the fp32 activations = {args.train_ratio / 2:g}x vs bf16)")
+    print(f"  bases (layer state like the weights, independent of the batch): {state:,} B; "
+          f"ratio with them counted {lin_e / (lin_c + state):.2f}x")
     print(f"  all saved activations of the model: exact {tot_e:,} B, compressed {tot_c:,} B "
           f"(-{100 * (1 - tot_c / tot_e):.1f}%)")
-    opt_e = make_optimizer(exact, args.lr)
-    opt_c = make_optimizer(comp, args.lr)
-    te, tc = [], []
-    for i in range(args.speed_steps + 1):
-        x, y = get_batch(train, args.batch, cfg.block_size, gen)
-        for model, opt, acc in ((exact, opt_e, te), (comp, opt_c, tc)) if i % 2 == 0 else ((comp, opt_c, tc), (exact, opt_e, te)):
-            t0 = time.perf_counter()
-            train_step(model, opt, x, y)
-            if i > 0:  # the first round warms up
-                acc.append(time.perf_counter() - t0)
-    me, mc = statistics.median(te), statistics.median(tc)
+    skip = min(5, len(te) // 4)  # the first steps include planning
+    me, mc = statistics.median(te[skip:]), statistics.median(tc[skip:])
+    ratios = sorted(c / e for e, c in zip(te[skip:], tc[skip:]))
     print(f"\n(c) CPU STEP TIME ({torch.get_num_threads()} threads, B={args.batch}, L={cfg.block_size}, "
-          f"median of {len(te)} interleaved steps): exact {me:.3f} s, stac_r {mc:.3f} s -> ratio {mc / me:.2f}x "
-          "(target <= 1.5x, goal 1.2x)")
+          f"interleaved steps {skip}..{len(te) - 1}): median exact {me:.3f} s, stac_r {mc:.3f} s -> {mc / me:.2f}x; "
+          f"median of per-step ratios {statistics.median(ratios):.2f}x (target <= 1.5x, goal 1.2x)")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--quick", action="store_true", help="30 steps, 4 speed rounds")
-    ap.add_argument("--ratios", type=str, default="4,6,8,12,16,32")
+    ap.add_argument("--quick", action="store_true", help="30 steps")
+    ap.add_argument("--ratios", type=str, default="4,6,8,16,32")
     ap.add_argument("--train-ratio", type=float, default=8.0)
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--smoke", action="store_true", help="a 1-layer width-64 model, 3 steps: checks the script runs")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--val-batches", type=int, default=16)
-    ap.add_argument("--speed-steps", type=int, default=8)
     ap.add_argument("--log-every", type=int, default=10)
-    ap.add_argument("--parts", type=str, default="frontier,train,speed")
+    ap.add_argument("--parts", type=str, default="frontier,train", help="frontier and/or train (b + c)")
     ap.add_argument("--out", type=str, default=str(ROOT / "benches" / "output"))
     args = ap.parse_args()
     if args.quick:
-        args.steps, args.speed_steps = 30, 4
+        args.steps = 30
     args.ratios = [float(r) for r in args.ratios.split(",")]
     parts = set(args.parts.split(","))
-    args.frontier = "frontier" in parts
+    args.frontier = True
     torch.set_num_threads(args.threads)
     cfg = GPTConfig()
+    if args.smoke:
+        cfg = GPTConfig(n_layer=1, n_embd=64, n_head=2, block_size=32)
+        args.steps, args.batch, args.val_batches = 3, 4, 2
     train, val = load_corpus()
-    print(f"tiny GPT {cfg}, {args.steps} steps, batch {args.batch}, seed {args.seed}, {args.threads} threads")
-    t0 = time.perf_counter()
-    exact, v_exact, _ = run_frontier(args, train, val, cfg)
-    print(f"[frontier/exact run: {time.perf_counter() - t0:.0f} s]")
-    if "train" in parts or "speed" in parts:
+    print(f"tiny GPT {cfg}, {args.steps} steps, batch {args.batch}, lr {args.lr}, seed {args.seed}, "
+          f"{args.threads} threads, parts {sorted(parts)}")
+    if "frontier" in parts:
         t0 = time.perf_counter()
-        comp, v_comp, _ = run_compressed(args, train, val, cfg)
-        print(f"[compressed run: {time.perf_counter() - t0:.0f} s]")
-        rel = (v_comp - v_exact) / v_exact
-        print(f"\n(b) VALIDATION LOSS after {args.steps} steps (seed {args.seed}): exact {v_exact:.4f}, "
-              f"stac_r(ratio={args.train_ratio:g}) {v_comp:.4f} -> {100 * rel:+.2f}% (target within 1.5%)")
-        if "speed" in parts:
-            run_speed(args, exact, comp, train, cfg)
+        _, v_exact, _ = run_frontier(args, train, val, cfg)
+        print(f"exact model validation loss {v_exact:.4f} [frontier run: {time.perf_counter() - t0:.0f} s]")
+    if "train" in parts:
+        t0 = time.perf_counter()
+        run_training(args, train, val, cfg)
+        print(f"[training run: {time.perf_counter() - t0:.0f} s]")
     return 0
 
 
