@@ -211,3 +211,16 @@ def test_repeated_steps_are_reproducible() -> None:
         return base.weight.grad.clone()
 
     torch.testing.assert_close(run(), run(), rtol=0, atol=0)
+
+
+def test_non_contiguous_inputs() -> None:
+    base, ref = _linear(32, 8, 81), _linear(32, 8, 81)
+    layer = CompressedLinear(base, exact=True)
+    x = _structured(64, 40, 4, 0.3, 82).t()[:32].t()  # (64, 32) view with strides (1, 64)
+    assert not x.is_contiguous()
+    layer(x).square().sum().backward()
+    ref(x).square().sum().backward()
+    assert float((base.weight.grad - ref.weight.grad).abs().max()) <= 1e-4
+    xt = _structured(48, 32, 4, 0.3, 83).reshape(6, 8, 32).transpose(0, 1)  # (8, 6, 32), not contiguous
+    squeezed = CompressedLinear(_linear(32, 8, 84), ratio=4)
+    assert squeezed(xt).shape == (8, 6, 8)

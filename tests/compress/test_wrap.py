@@ -132,3 +132,16 @@ def test_wrapped_model_deepcopies_and_trains_the_same() -> None:
 def test_train_eval_mode_is_kept() -> None:
     model = Net().eval()
     assert not stac_r(model).head.training
+
+
+def test_shared_layer_is_wrapped_everywhere_once() -> None:
+    shared = nn.Linear(16, 16)
+    model = nn.Sequential(shared, nn.Tanh(), shared)
+    out = stac_r(model, ratio=4)
+    assert isinstance(out[0], CompressedLinear) and out[0] is out[2]
+    assert out[0].weight is out[2].weight
+    x = torch.randn(8, 16)
+    out(x).sum().backward()
+    assert out[0].state.step == 2  # called twice per forward
+    back = unwrap(out)
+    assert type(back[0]) is nn.Linear and back[0] is back[2]

@@ -67,7 +67,9 @@ def stac_r(
 
     Returns
     -------
-    The wrapped model (``model`` itself if ``inplace=True``, else a deep copy).
+    The wrapped model (``model`` itself if ``inplace=True``, else a deep copy). Wrap before handing the
+    model to ``DistributedDataParallel`` or ``torch.compile``. A layer shared by several parents is
+    wrapped once and replaced everywhere.
 
     Raises
     ------
@@ -114,7 +116,7 @@ def stac_r(
         assert isinstance(layer, nn.Linear)
         wrapped = CompressedLinear(layer, ratio_value, exact=exact, seed=seed_value, layer_index=i, name=name, **kwargs)
         wrapped.train(layer.training)
-        _set_submodule(target, name, wrapped)
+        _replace(target, layer, wrapped)
     return target
 
 
@@ -145,11 +147,11 @@ def unwrap(model: M, *, inplace: bool = False) -> M:
         lin = target.to_linear()
         lin.train(target.training)
         return lin  # type: ignore[return-value]
-    for name, module in list(target.named_modules()):
+    for module in list(target.modules()):
         if isinstance(module, CompressedLinear):
             lin = module.to_linear()
             lin.train(module.training)
-            _set_submodule(target, name, lin)
+            _replace(target, module, lin)
     return target
 
 
@@ -208,8 +210,10 @@ def _resolve(key: str, value: PerLayer, names: list[str]) -> dict[str, Any]:
     return out
 
 
-def _set_submodule(root: nn.Module, name: str, module: nn.Module) -> None:
-    parent_name, _, child = name.rpartition(".")
-    parent = root.get_submodule(parent_name) if parent_name else root
-    setattr(parent, child, module)
+def _replace(root: nn.Module, old: nn.Module, new: nn.Module) -> None:
+    """Put ``new`` wherever ``old`` is a child (a module shared by several parents is replaced in all)."""
+    for parent in list(root.modules()):
+        for child_name, child in list(parent._modules.items()):  # named_children() skips repeats
+            if child is old:
+                setattr(parent, child_name, new)
 
