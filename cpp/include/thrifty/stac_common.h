@@ -112,18 +112,19 @@ STAC_HD float div_rn(float a, float b) {
 STAC_HD float abs_f(float v) { return bits_to_float(float_to_bits(v) & 0x7fffffffu); }
 
 // Round half away from zero (C's roundf), written out so host and device agree without libm.
+// Branch-free in the common path (the signs of residual values are random, so branches would mispredict).
 STAC_HD float round_half_away(float y) {
   const float a = abs_f(y);
   if (!(a < 8388608.0f)) return y;  // already an integer (or NaN / inf)
   float t = static_cast<float>(static_cast<int32_t>(a));  // trunc(a), exact
-  if (a - t >= 0.5f) t += 1.0f;                           // a - t is exact (Sterbenz)
-  return (float_to_bits(y) & 0x80000000u) ? -t : t;
+  t += static_cast<float>(a - t >= 0.5f);                 // a - t is exact: the fractional part
+  return bits_to_float(float_to_bits(t) | (float_to_bits(y) & 0x80000000u));
 }
 
 STAC_HD float floor_f(float y) {
   if (!(abs_f(y) < 8388608.0f)) return y;
   const float t = static_cast<float>(static_cast<int32_t>(y));  // trunc toward zero
-  return (t > y) ? t - 1.0f : t;
+  return t - static_cast<float>(t > y);
 }
 
 // splitmix64's finaliser.
