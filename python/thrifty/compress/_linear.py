@@ -386,12 +386,12 @@ class CompressedLinear(nn.Module):
             rel = torch.linalg.vector_norm(es) / torch.clamp(total, min=1e-30)
         state = self.state
         step = state.step
-        both = torch.cat([xs, es], dim=1)
+        both = torch.cat([xs, es], dim=1).to(torch.float64)
 
         def hook(grad: Tensor) -> None:
             with torch.no_grad(), torch.autocast(dev, enabled=False):
-                gs = grad.detach().index_select(0, rows).to(torch.float32)
-                prod = gs.t() @ both  # one small GEMM: [G_sᵀX_s | G_sᵀE_s]
+                gs = grad.detach().index_select(0, rows).to(torch.float64)
+                prod = gs.t() @ both  # one small GEMM: [G_sᵀX_s | G_sᵀE_s] (float64: ε and cos to ~1e-15)
                 g, delta = prod[:, :d], prod[:, d:]
                 gnorm = float(torch.linalg.vector_norm(g))
                 ghat = g - delta
