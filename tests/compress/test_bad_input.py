@@ -62,6 +62,7 @@ BAD_CALLS: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"seed": -1}, ValueError, r"seed: must be in"),
     ({"seed": 1.0}, TypeError, r"seed: expected an int"),
     ({"exact": 1}, TypeError, r"exact: expected a bool"),
+    ({"stochastic": "yes"}, TypeError, r"stochastic: expected a bool"),
     ({"exact": True, "rank": 4}, ValueError, r"exact: cannot be combined with rank"),
     ({"inplace": "yes"}, TypeError, r"inplace: expected a bool"),
 ]

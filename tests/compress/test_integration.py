@@ -168,10 +168,11 @@ def test_autocast_bf16_compressed_trains() -> None:
 # torch.compile
 
 
-@pytest.mark.parametrize("exact", [True, False])
-def test_torch_compile_through_the_custom_op(exact: bool) -> None:
+@pytest.mark.parametrize(("exact", "stochastic"), [(True, False), (False, False), (False, True)])
+def test_torch_compile_through_the_custom_op(exact: bool, stochastic: bool) -> None:
     torch._dynamo.reset()
-    base = stac_r(_tiny(3, 1), exact=exact, ratio=4)
+    extra: dict[str, object] = {"residual_density": 1 / 16, "stochastic": True} if stochastic else {}
+    base = stac_r(_tiny(3, 1), exact=exact, ratio=4, **extra)  # type: ignore[arg-type]
     eager, compiled_model = base, copy.deepcopy(base)
     compiled = torch.compile(compiled_model, backend="aot_eager")
     for step in range(2):
@@ -219,10 +220,11 @@ class Checkpointed(nn.Module):
         return self.inner.head(h)
 
 
-@pytest.mark.parametrize("exact", [True, False])
-def test_checkpoint_non_reentrant(exact: bool) -> None:
+@pytest.mark.parametrize(("exact", "stochastic"), [(True, False), (False, False), (False, True)])
+def test_checkpoint_non_reentrant(exact: bool, stochastic: bool) -> None:
     plain = _tiny(4)
-    wrapped = stac_r(plain, exact=exact, ratio=4)
+    extra: dict[str, object] = {"residual_density": 1 / 16, "stochastic": True} if stochastic else {}
+    wrapped = stac_r(plain, exact=exact, ratio=4, **extra)  # type: ignore[arg-type]
     twin = copy.deepcopy(wrapped)
     ckpt = Checkpointed(twin)
     for step in range(2):

@@ -224,3 +224,24 @@ def test_non_contiguous_inputs() -> None:
     xt = _structured(48, 32, 4, 0.3, 83).reshape(6, 8, 32).transpose(0, 1)  # (8, 6, 32), not contiguous
     squeezed = CompressedLinear(_linear(32, 8, 84), ratio=4)
     assert squeezed(xt).shape == (8, 6, 8)
+
+
+def test_stochastic_rounding_is_keyed_by_seed_and_step() -> None:
+    def grads(seed: int, stochastic: bool) -> list[torch.Tensor]:
+        base = _linear(64, 8, 91)
+        layer = CompressedLinear(base, rank=4, residual_density=1 / 8, residual_bits=4, stochastic=stochastic,
+                                 seed=seed)  # fmt: skip
+        out = []
+        for step in range(2):
+            base.weight.grad = None
+            layer(_structured(128, 64, 10, 0.5, 92)).square().sum().backward()  # the same batch twice
+            out.append(base.weight.grad.clone())
+        return out
+
+    a, b, c = grads(1, True), grads(1, True), grads(2, True)
+    torch.testing.assert_close(a[0], b[0], rtol=0, atol=0)  # reproducible
+    torch.testing.assert_close(a[1], b[1], rtol=0, atol=0)
+    assert not torch.equal(a[0], c[0])  # another seed rounds differently
+    assert not torch.equal(a[0], a[1])  # another step rounds differently (same batch, refreshed basis aside)
+    d = grads(1, False)
+    assert not torch.equal(a[0], d[0])

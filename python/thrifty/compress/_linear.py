@@ -102,8 +102,8 @@ def _stac_linear_fake(
     if x.dim() != 2 or weight.dim() != 2 or weight.shape[1] != x.shape[1]:
         raise ValueError(f"x: expected shape (n, {weight.shape[-1]}), got {tuple(x.shape)}")
     y = x.new_empty((x.shape[0], weight.shape[0]))
-    c, c_scale, vals, idx, scales = _kernels.compress(
-        x, u, coef=coef, block=block, k=k, bits=bits, stochastic=stochastic, seed=seed, xu=xu
+    c, c_scale, vals, idx, scales = _kernels.compress(  # shapes do not depend on the rounding key
+        x, u, coef=coef, block=block, k=k, bits=bits, stochastic=stochastic, seed=0, xu=xu
     )
     return y, c, c_scale, vals, idx, scales
 
@@ -193,6 +193,9 @@ class CompressedLinear(nn.Module):
     exact : bool, default=False
         Keep the whole activation through the same path (``U = I``, fp32 coefficients, no residual): the
         gradients equal the uncompressed layer's.
+    stochastic : bool, default=False
+        Stochastic rounding of the residual values (unbiased; a counter-based generator keyed by
+        ``(seed, step, layer_index)``, so runs are reproducible and a checkpointed recomputation rounds alike).
     seed : int, default=0
         Seeds stochastic rounding and the monitor's row sampling (with ``layer_index``).
     layer_index : int, default=0
@@ -249,6 +252,7 @@ class CompressedLinear(nn.Module):
         coef_dtype: str | None = None,
         refresh_every: int | None = None,
         exact: bool = False,
+        stochastic: bool = False,
         seed: int = 0,
         layer_index: int = 0,
         name: str = "linear",
@@ -267,6 +271,7 @@ class CompressedLinear(nn.Module):
         overrides = {key: value for key, value in overrides.items() if value is not None}
         ratio_value = _checks.check_ratio(ratio)
         self.exact = _checks.check_bool("exact", exact)
+        self.stochastic = _checks.check_bool("stochastic", stochastic)
         self.seed = _checks.check_seed(seed)
         if isinstance(layer_index, bool) or not isinstance(layer_index, int) or layer_index < 0:
             raise ValueError(f"layer_index: expected an int >= 0, got {layer_index!r}")
@@ -279,9 +284,12 @@ class CompressedLinear(nn.Module):
         self.ratio = ratio_value
         self.overrides = overrides
         self.layer_index = layer_index
+        codec_overrides: dict[str, Any] = {_CODEC_KEYS[key]: value for key, value in overrides.items()}
+        if self.stochastic and not self.exact:
+            codec_overrides["stochastic"] = True
         self.codec = LayerCodec(
             d, None, None if self.exact else ratio_value, seed=self.seed, layer_index=layer_index,
-            overrides={_CODEC_KEYS[key]: value for key, value in overrides.items()}, exact=self.exact,
+            overrides=codec_overrides, exact=self.exact,
         )  # fmt: skip
         self.monitor_rows = 32
         self.monitor_every = 1

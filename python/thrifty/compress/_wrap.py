@@ -32,6 +32,7 @@ def stac_r(
     coef_dtype: PerLayer = None,
     refresh_every: PerLayer = None,
     exact: bool = False,
+    stochastic: bool = False,
     inplace: bool = False,
     seed: int = 0,
 ) -> M:
@@ -60,6 +61,8 @@ def stac_r(
     exact : bool, default=False
         Keep the whole activation through the same code path (identity basis, fp32 coefficients, no
         residual): gradients equal the uncompressed model's. For testing the machinery, not for saving memory.
+    stochastic : bool, default=False
+        Stochastic (unbiased) rounding of the residual values, reproducible: keyed by (seed, step, layer).
     inplace : bool, default=False
         Modify ``model`` itself instead of a deep copy.
     seed : int, default=0
@@ -97,6 +100,7 @@ def stac_r(
         raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     ratio_value = _checks.check_ratio(ratio)
     _checks.check_bool("exact", exact)
+    _checks.check_bool("stochastic", stochastic)
     _checks.check_bool("inplace", inplace)
     seed_value = _checks.check_seed(seed)
     names = _select(model, layers)
@@ -107,14 +111,16 @@ def stac_r(
     # build every wrapper on the original layers first: all checks run before anything is modified
     for i, name in enumerate(names):
         kwargs = {key: per_layer[key][name] for key in _EXPERT}
-        CompressedLinear(modules[name], ratio_value, exact=exact, seed=seed_value, layer_index=i, name=name, **kwargs)
+        CompressedLinear(modules[name], ratio_value, exact=exact, stochastic=stochastic, seed=seed_value,
+                         layer_index=i, name=name, **kwargs)  # fmt: skip
     target = model if inplace else copy.deepcopy(model)
     target_modules = dict(target.named_modules())
     for i, name in enumerate(names):
         kwargs = {key: per_layer[key][name] for key in _EXPERT}
         layer = target_modules[name]
         assert isinstance(layer, nn.Linear)
-        wrapped = CompressedLinear(layer, ratio_value, exact=exact, seed=seed_value, layer_index=i, name=name, **kwargs)
+        wrapped = CompressedLinear(layer, ratio_value, exact=exact, stochastic=stochastic, seed=seed_value,
+                                   layer_index=i, name=name, **kwargs)  # fmt: skip
         wrapped.train(layer.training)
         _replace(target, layer, wrapped)
     return target
