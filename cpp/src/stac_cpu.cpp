@@ -107,9 +107,9 @@ int64_t coef_row(const CompressParams& p, int64_t row, float* cdeq) {
     }
     default: {
       int8_t* dst = static_cast<int8_t*>(p.c) + row * p.r;
-      float amax = 0.0f;
-      for (int64_t t = 0; t < p.r; ++t) amax = std::max(amax, abs_f(src[t]));
-      const float scale = group_scale(amax, 127.0f);
+      uint32_t amax_bits = 0;
+      for (int64_t t = 0; t < p.r; ++t) amax_bits = std::max(amax_bits, float_to_bits(src[t]) & 0x7fffffffu);
+      const float scale = group_scale(bits_to_float(amax_bits), 127.0f);
       p.c_scale[row] = scale;
       for (int64_t t = 0; t < p.r; ++t) {
         const int q = quantize_value(src[t], scale, 127.0f, false, 0.0f);
@@ -371,15 +371,17 @@ int select_topk(const float* e, int L, int kk, int32_t* keys, uint8_t* out) {
   return emit(keys, pos, L, thr, kk - above, out);
 }
 
-// Select, quantize and pack one row of one block.
-void pack_block(const CompressParams& p, int64_t row, int64_t b, int64_t nb, const float* e, int L,
+// Select, quantize and pack one row of one block. Returns 1 when the block holds a non-finite residual
+// (NaN and inf have the largest keys, so they are always selected and show in the maximum).
+int pack_block(const CompressParams& p, int64_t row, int64_t b, int64_t nb, const float* e, int L,
                 int32_t* keys) {
   const int kk = std::min(p.k, L);
   uint8_t* idx = p.idx + (row * nb + b) * p.k;
   const int got = select_topk(e, L, kk, keys, idx);
   (void)got;
-  float amax = 0.0f;
-  for (int s = 0; s < kk; ++s) amax = std::max(amax, abs_f(e[idx[s]]));
+  uint32_t amax_bits = 0;  // max of |e| as bit patterns: same as the float max for finite values, keeps NaN
+  for (int s = 0; s < kk; ++s) amax_bits = std::max(amax_bits, float_to_bits(e[idx[s]]) & 0x7fffffffu);
+  const float amax = bits_to_float(amax_bits);
   const float qmax = p.bits == 8 ? 127.0f : 7.0f;
   const float scale = group_scale(amax, qmax);
   p.scales[row * nb + b] = scale;
@@ -402,6 +404,7 @@ void pack_block(const CompressParams& p, int64_t row, int64_t b, int64_t nb, con
     }
   }
   for (int s = kk; s < p.k; ++s) idx[s] = 0;
+  return !(amax <= 3.4028234663852886e+38f);
 }
 
 constexpr int kRows = 4;
@@ -419,7 +422,7 @@ int64_t compress_rows(const CompressParams& p, const Panels& panels, int64_t row
     for (int i = 0; i < RT; ++i)
       load_row_any(p.x_dtype, p.x, (row0 + i) * p.x_stride + j0, L, xb.data() + i * kMaxBlock);
     residual_tile<RT>(cdeq.data(), p.ut, panels, b, p.d, p.r, j0, L, xb.data(), e.data());
-    for (int i = 0; i < RT; ++i) pack_block(p, row0 + i, b, nb, e.data() + i * kMaxBlock, L, keys.data());
+    for (int i = 0; i < RT; ++i) bad += pack_block(p, row0 + i, b, nb, e.data() + i * kMaxBlock, L, keys.data());
   }
   return bad;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -183,7 +184,10 @@ static void test_compress() {
   // non-finite input is reported
   std::vector<float> xu_bad = xu;
   xu_bad[5] = std::nanf("");
-  CHECK(run_compress(x, ut, xu_bad, n, d, r, kCoefF32, block, k, 8, false, 2).bad == 1, "NaN reported");
+  CHECK(run_compress(x, ut, xu_bad, n, d, r, kCoefF32, block, k, 8, false, 2).bad >= 1, "NaN reported");
+  std::vector<float> x_bad = x;
+  x_bad[77] = std::numeric_limits<float>::infinity();  // X·U finite (given), residual not
+  CHECK(run_compress(x_bad, ut, xu, n, d, r, kCoefBF16, block, k, 4, false, 1).bad == 1, "inf in x reported");
 }
 
 static void test_ties() {

@@ -405,6 +405,10 @@ def test_compress_bad_tensors():
     bad[3, 4] = float("inf")
     with pytest.raises(ValueError, match="x"):
         K.compress(bad, u, coef="int8", k=0)
+    # a finite precomputed X·U does not hide a NaN in x: the residual check catches it
+    bad[3, 4] = float("nan")
+    with pytest.raises(ValueError, match="x"):
+        K.compress(bad, u, k=2, xu=x @ u)
 
 
 def test_factor_functions_bad_input():

@@ -41,7 +41,8 @@ void check_residual_params(const ResidualParams& p, bool pointers = true);
 
 // Quantize the coefficients, then per tile E = X - deq(C)·Uᵀ (never materialised whole), per block keep the k
 // entries of largest |E| (ties -> lower index), quantize them with a per-block scale and pack them.
-// Returns the number of non-finite entries of xu (0 for finite input; then the outputs are meaningless).
+// Returns the number of non-finite entries of xu plus the number of blocks with a non-finite residual (0 for
+// finite input; otherwise the outputs are meaningless).
 int64_t compress_cpu(const CompressParams& p, int nthreads);
 
 // out (m, d) row stride out_stride, float32: out += Gᵀ·R with G (n, m) of type g_dtype (row stride g_stride).

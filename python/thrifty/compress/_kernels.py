@@ -328,7 +328,7 @@ def _compress_op(
     else:
         bad = _cpu().compress(*args, _threads())
         if bad:
-            raise ValueError(f"x: contains NaN or infinity ({bad} non-finite entries in X·U)")
+            raise ValueError(f"x: contains NaN or infinity ({bad} non-finite coefficients or residual blocks)")
     return c, c_scale, vals, idx, scales
 
 
