@@ -192,13 +192,22 @@ def test_monitor_zero_in_exact_mode_and_can_be_switched_off() -> None:
     assert math.isnan(off.state.eps) and off.state.eps_step == -1
 
 
-def test_empty_batch_and_no_grad() -> None:
-    layer = CompressedLinear(_linear(8, 4, 61), ratio=4)
+def test_empty_batch_no_grad_and_frozen_weight_skip_compression() -> None:
+    lin = _linear(8, 4, 61)
+    layer = CompressedLinear(lin, ratio=2)
     y = layer(torch.randn(0, 3, 8))
     assert y.shape == (0, 3, 4)
+    x = torch.randn(5, 8)
     with torch.no_grad():
-        y = layer(torch.randn(5, 8))
+        y = layer(x)
     assert y.shape == (5, 4) and not y.requires_grad
+    torch.testing.assert_close(y, lin(x).detach(), rtol=0, atol=0)
+    assert layer.state.step == 0 and layer.config is None  # inference does not plan, refresh or count steps
+    lin.weight.requires_grad_(False)
+    xg = x.clone().requires_grad_(True)
+    layer(xg).sum().backward()
+    torch.testing.assert_close(xg.grad, lin.weight.sum(0).expand(5, 8), rtol=1e-6, atol=1e-6)
+    assert lin.bias.grad is not None and layer.state.step == 0
 
 
 def test_repeated_steps_are_reproducible() -> None:

@@ -330,7 +330,9 @@ class CompressedLinear(nn.Module):
                 f"x: dtype {_checks.dtype_name(x.dtype)} does not match the layer's weight dtype "
                 f"{_checks.dtype_name(weight.dtype)} (cast the input or use torch.autocast)"
             )
-        if x2d.shape[0] == 0:
+        if x2d.shape[0] == 0 or not (torch.is_grad_enabled() and weight.requires_grad):
+            # nothing to compress: no rows, or no weight gradient (inference, frozen weight) - which is the only
+            # consumer of the saved input; the policy (steps, refreshes) does not advance either
             return F.linear(x2d, weight, bias).reshape(*lead, self.out_features)
         with torch.autocast(dev, enabled=False):  # the basis, planning and factors stay in fp32
             u, xu, seed = self._prepare(x2d.detach())
