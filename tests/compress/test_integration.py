@@ -237,6 +237,8 @@ def test_checkpoint_non_reentrant(exact: bool, stochastic: bool) -> None:
     layer = twin.blocks[0].qkv
     assert isinstance(layer, CompressedLinear)
     assert layer.state.step == 2 and layer.codec.step == 2  # the recomputation counted no step
+    for ours, theirs in zip(compression_report(twin), compression_report(wrapped)):
+        assert ours.eps == theirs.eps and ours.stored_bytes == theirs.stored_bytes  # monitor not rerun
     if exact:
         for _ in range(2):
             plain.zero_grad()

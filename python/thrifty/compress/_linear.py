@@ -142,6 +142,12 @@ stac_linear.register_autograd(_backward, setup_context=_setup_context)
 # the module
 
 
+def _in_backward() -> bool:
+    """True while autograd runs a backward pass (a checkpointed forward being recomputed)."""
+    task_id = getattr(torch._C, "_current_graph_task_id", None)
+    return task_id is not None and int(task_id()) != -1
+
+
 @dataclass
 class LayerState:
     """What the last forward/backward of one :class:`CompressedLinear` measured (read by the report).
@@ -220,7 +226,9 @@ class CompressedLinear(nn.Module):
     ``torch.autocast`` the layer computes in the autocast dtype like ``nn.Linear``. Raises TypeError for a
     non-float input and ValueError for a wrong last dimension or an input on another device than the weight.
     Under ``torch.compile`` the op is traced (fake registrations); the host-side policy (planning, refresh,
-    accounting, the monitor) runs eagerly around it, a graph break on each side.
+    accounting, the monitor) runs eagerly around it, a graph break on each side (so no ``fullgraph=True``).
+    The ``state_dict`` holds only ``weight`` and ``bias`` (the keys of the wrapped Linear); the basis and
+    the plan are rebuilt from the first batch after loading.
 
     Examples
     --------
@@ -352,7 +360,7 @@ class CompressedLinear(nn.Module):
         counting a step or refreshing, so the recomputed factors use the same basis and rounding key.
         """
         codec = self.codec
-        recompute = torch._C._current_graph_task_id() != -1
+        recompute = _in_backward()
         u = codec.basis_for(x2d, advance=not recompute)
         xu = codec.projection_for(x2d, u)  # X·U_new from this batch's refresh: saves the encoder's GEMM
         if not recompute:
@@ -362,7 +370,9 @@ class CompressedLinear(nn.Module):
 
     @torch.compiler.disable  # type: ignore[untyped-decorator]
     def _observe(self, x2d: Tensor, u: Tensor, out: tuple[Tensor, ...], cfg: LayerConfig) -> None:
-        """Byte accounting and, when due, the gradient-error monitor (eager only)."""
+        """Byte accounting and, when due, the gradient-error monitor (eager, skipped in recomputations)."""
+        if _in_backward():
+            return
         self._account(x2d, out)
         if out[0].requires_grad and self._monitor_due():
             self._monitor(x2d, u, out, cfg)
