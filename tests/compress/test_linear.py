@@ -9,7 +9,9 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
-
+pytest.importorskip("hypothesis")
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from thrifty.compress import CompressedLinear, SavedBytesMeter
 from thrifty.compress import _kernels as K
 from thrifty.compress._linear import stac_linear
@@ -62,6 +64,33 @@ def test_op_backward_equals_dense_formula_on_factors(coef: str, k: int, bits: in
     torch.testing.assert_close(y, torch.nn.functional.linear(x.detach(), lin.weight, lin.bias))
     if k == 16:  # the whole block kept: only the int8 rounding of the residual is lost
         assert float((xhat.float() - x.detach()).norm() / x.detach().norm()) < 1e-2
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(
+    n=st.integers(1, 40), d=st.integers(2, 70), m=st.integers(1, 9), r_frac=st.floats(0.05, 0.95),
+    block=st.sampled_from([1, 7, 16, 64, 256]), k_frac=st.floats(0.0, 1.0), bits=st.sampled_from([4, 8]),
+    coef=st.sampled_from(["fp32", "bf16", "int8"]), lead=st.sampled_from([(), (2,), (1, 3)]),
+)
+def test_op_backward_property(
+    n: int, d: int, m: int, r_frac: float, block: int, k_frac: float, bits: int, coef: str, lead: tuple[int, ...]
+) -> None:
+    """Any shape/layout: grad_W = Gᵀ·X̂ (the factors' dequantization), grad_x = G·W, grad_b = ΣG."""
+    r = max(1, min(d, round(r_frac * d)))
+    k = round(k_frac * min(block, d))
+    rows = n * (lead[0] * lead[1] if len(lead) == 2 else lead[0] if lead else 1)
+    x = _structured(rows, d, min(3, d), 0.3, n + 7 * d).requires_grad_(True)
+    lin = _linear(d, m, d)
+    u = _orthonormal(d, r, m)
+    y, c, cs, vals, idx, scales = stac_linear(x, lin.weight, lin.bias, u, None, coef, block, k, bits, False, 0)
+    g = torch.randn(rows, m, generator=torch.Generator().manual_seed(n))
+    (y * g).sum().backward()
+    xhat = K.decompress(u, c, cs, vals, idx, scales, d=d, block=block, bits=bits).double()
+    ref_w = g.double().t() @ xhat
+    err = float((lin.weight.grad.double() - ref_w).norm())
+    assert err <= 1e-6 * max(float(ref_w.norm()), 1e-30) + 1e-7
+    torch.testing.assert_close(x.grad, g @ lin.weight.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lin.bias.grad, g.sum(0), rtol=1e-5, atol=1e-5)
 
 
 def test_op_identity_basis_is_exact() -> None:
