@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import statistics
 import sys
 import time
@@ -258,13 +259,17 @@ def run_frontier(args: argparse.Namespace, train: torch.Tensor, val: torch.Tenso
     times = []
     t_start = time.perf_counter()
     for step in range(args.steps):
-        x, y = get_batch(train, args.batch, cfg.block_size, gen)
-        t0 = time.perf_counter()
-        loss = train_step(model, opt, x, y)
-        times.append(time.perf_counter() - t0)
-        if fr is not None:
-            for name in widths:
-                fr.update(step, name, cap.x[name], cap.g[name], late=step >= args.steps // 2)
+        try:
+            x, y = get_batch(train, args.batch, cfg.block_size, gen)
+            t0 = time.perf_counter()
+            loss = train_step(model, opt, x, y)
+            times.append(time.perf_counter() - t0)
+            if fr is not None:
+                for name in widths:
+                    fr.update(step, name, cap.x[name], cap.g[name], late=step >= args.steps // 2)
+        except KeyboardInterrupt:
+            print(f"interrupted during step {step}: reporting the steps completed so far", flush=True)
+            break
         cap.x.clear()
         cap.g.clear()
         if step % args.log_every == 0 or step == args.steps - 1:
@@ -297,8 +302,13 @@ def codecs_of(model: nn.Module) -> list[LayerCodec]:
     return [m.codec for m in model.modules() if isinstance(getattr(m, "codec", None), LayerCodec)]
 
 
-def measure_saved(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int, int]:
-    """(bytes saved by the Linears, bytes saved in total, basis state bytes) for one forward+backward."""
+def measure_saved(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int, int, int]:
+    """One forward + backward under SavedBytesMeter (parameters and bases excluded, storages de-duplicated).
+
+    Returns (bytes saved inside the Linear / CompressedLinear forwards, the bytes of the Linears' input
+    storages (what an exact Linear keeps alive, even when another op saved the same storage first), all saved
+    bytes, basis state bytes).
+    """
     names = [(n, m) for n, m in model.named_modules() if n and (isinstance(m, nn.Linear) or hasattr(m, "codec"))]
     bases = codecs_of(model)
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -307,13 +317,22 @@ def measure_saved(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[i
         ptr = t.untyped_storage().data_ptr()
         return ptr in params or any(c.u is not None and c.u.untyped_storage().data_ptr() == ptr for c in bases)
 
+    inputs: dict[int, int] = {}
+
+    def pre(module: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        st = args[0].untyped_storage()
+        inputs[st.data_ptr()] = st.nbytes()
+
+    handles = [m.register_forward_pre_hook(pre) for _, m in names]
     with SavedBytesMeter(exclude=excluded, modules=names) as meter:
         loss = model(x, y)[1]
-    linear_bytes = sum(meter.by_module.values())
+    for h in handles:
+        h.remove()
+    inside = sum(meter.by_module.values())
     total = meter.saved_bytes
     loss.backward()
     model.zero_grad(set_to_none=True)
-    return linear_bytes, total, sum(c.state_bytes for c in bases)
+    return inside, sum(inputs.values()), total, sum(c.state_bytes for c in bases)
 
 
 def run_training(args: argparse.Namespace, train: torch.Tensor, val: torch.Tensor, cfg: GPTConfig) -> None:
@@ -326,14 +345,21 @@ def run_training(args: argparse.Namespace, train: torch.Tensor, val: torch.Tenso
     te: list[float] = []
     tc: list[float] = []
     t_start = time.perf_counter()
+    steps_done = 0
     for step in range(args.steps):
         x, y = get_batch(train, args.batch, cfg.block_size, gen)
         order = ((exact, opt_e, te), (comp, opt_c, tc))
         losses = []
-        for model, opt, acc in order if step % 2 == 0 else order[::-1]:
-            t0 = time.perf_counter()
-            losses.append(train_step(model, opt, x, y))
-            acc.append(time.perf_counter() - t0)
+        try:
+            for model, opt, acc in order if step % 2 == 0 else order[::-1]:
+                t0 = time.perf_counter()
+                losses.append(train_step(model, opt, x, y))
+                acc.append(time.perf_counter() - t0)
+        except KeyboardInterrupt:
+            print(f"interrupted during step {step}: reporting the {steps_done} steps completed", flush=True)
+            te, tc = te[:steps_done], tc[:steps_done]
+            break
+        steps_done = step + 1
         if step % args.log_every == 0 or step == args.steps - 1:
             le, lc = losses if step % 2 == 0 else losses[::-1]
             print(f"[train] step {step:4d} loss exact {le:.3f} stac_r {lc:.3f} "
@@ -341,7 +367,7 @@ def run_training(args: argparse.Namespace, train: torch.Tensor, val: torch.Tenso
     v_exact = evaluate(exact, val, args.batch, cfg.block_size, args.val_batches)
     v_comp = evaluate(unwrap(comp), val, args.batch, cfg.block_size, args.val_batches)
     rel = (v_comp - v_exact) / v_exact
-    print(f"\n(b) VALIDATION LOSS after {args.steps} steps (seed {args.seed}, {args.val_batches} fixed batches): "
+    print(f"\n(b) VALIDATION LOSS after {steps_done} steps (seed {args.seed}, {args.val_batches} fixed batches): "
           f"exact {v_exact:.4f}, stac_r(ratio={args.train_ratio:g}) {v_comp:.4f} -> {100 * rel:+.2f}% "
           "(target within 1.5%)")
     plans: dict[str, int] = {}
@@ -353,13 +379,15 @@ def run_training(args: argparse.Namespace, train: torch.Tensor, val: torch.Tenso
     print(f"    layer plans: {plans}")
     gen = torch.Generator().manual_seed(args.seed + 1)
     x, y = get_batch(train, args.batch, cfg.block_size, gen)
-    lin_e, tot_e, _ = measure_saved(exact, x, y)
-    lin_c, tot_c, state = measure_saved(comp, x, y)
+    in_e, dense_in, tot_e, _ = measure_saved(exact, x, y)
+    in_c, _, tot_c, state = measure_saved(comp, x, y)
     print("\n(c) SAVED BYTES (SavedBytesMeter, storages de-duplicated, parameters and bases excluded)")
-    print(f"  wrapped Linears: exact {lin_e:,} B, compressed {lin_c:,} B -> {lin_e / lin_c:.2f}x "
+    print(f"  inputs of the wrapped Linears (dense, fp32): {dense_in:,} B; saved inside the exact Linears: {in_e:,} B "
+          f"(the rest are storages another op saved first, e.g. attn.proj's input is SDPA's saved output)")
+    print(f"  saved inside the compressed Linears: {in_c:,} B -> {dense_in / in_c:.2f}x smaller than their dense inputs "
           f"(configured ratio {args.train_ratio:g} against the fp32 activations = {args.train_ratio / 2:g}x vs bf16)")
     print(f"  bases (layer state like the weights, independent of the batch): {state:,} B; "
-          f"ratio with them counted {lin_e / (lin_c + state):.2f}x")
+          f"ratio with them counted {dense_in / (in_c + state):.2f}x")
     print(f"  all saved activations of the model: exact {tot_e:,} B, compressed {tot_c:,} B "
           f"(-{100 * (1 - tot_c / tot_e):.1f}%)")
     skip = min(5, len(te) // 4)  # the first steps include planning
@@ -370,7 +398,14 @@ def run_training(args: argparse.Namespace, train: torch.Tensor, val: torch.Tenso
           f"median of per-step ratios {statistics.median(ratios):.2f}x (target <= 1.5x, goal 1.2x)")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
+    # SIGTERM / SIGINT end the training loops early; the figures of the steps done so far are still reported
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--quick", action="store_true", help="30 steps")

@@ -81,8 +81,8 @@ def test_config_rejects_bad_values() -> None:
 # planning
 
 
-@pytest.mark.parametrize("d", [64, 200, 256])
-@pytest.mark.parametrize("ratio", [3.0, 8.0, 16.0])
+@pytest.mark.parametrize("d", [64, 200])
+@pytest.mark.parametrize("ratio", [3.0, 16.0])
 def test_plan_fits_the_budget(d: int, ratio: float) -> None:
     x = _structured(512, d, 24, seed=d)
     cfg = plan_layer(x, ratio)

@@ -240,14 +240,14 @@ def plan_layer(
 
     The budget is ``reference_bytes_per_row / ratio`` bytes per row (default reference ``d · itemsize`` of
     ``x_sample``'s dtype). Candidates: int8 coefficients (per-row scale) or bf16 coefficients, each without a
-    residual or with a top-k residual per block of 128 features (k = 2 at 8 bits, or 4 or 8 at 4 bits); every candidate
-    takes the largest rank that fits the budget. Each is scored by the relative reconstruction error
+    residual or with a top-k residual per block of 128 features (k = 2 at 8 bits, or 4 or 8 at 4 bits); every
+    candidate takes the largest rank that fits the budget. Each is scored by the relative reconstruction error
     ‖X - X̂‖²/‖X‖² of the shipped encoder on (up to 512 evenly strided rows of) the sample, in the sample's
     own top eigenbasis (what the per-batch refresh tracks); the best wins (near-ties within 5%: the larger
-    rank, which stays good when the spectrum spreads later in training). Entries in
-    ``overrides`` pin choices: ``rank``, ``coef`` ("int8"|"bf16"|"fp32"), ``residual_density`` (fraction of
-    each block kept, 0 = none), ``bits`` (4|8), ``block``, ``refresh_every``, ``stochastic``. A pinned rank
-    with a pinned residual may exceed the budget (the expert's choice wins).
+    rank, which stays good when the spectrum spreads later in training). Entries in ``overrides`` pin
+    choices: ``rank``, ``coef``/``coef_dtype`` ("int8"|"bf16"|"fp32"), ``residual_density`` (fraction of
+    each block kept, 0 = none), ``bits``/``residual_bits`` (4|8), ``block``, ``refresh_every``,
+    ``stochastic``. A pinned rank with a pinned residual may exceed the budget (the expert's choice wins).
 
     Parameters
     ----------
@@ -265,6 +265,17 @@ def plan_layer(
     TypeError / ValueError naming the argument: bad types, ratio <= 1, unknown override keys, a pinned rank
     >= d, non-finite samples, or a budget too small for rank 1.
     """
+    return _plan(x_sample, ratio, overrides=overrides, reference_bytes_per_row=reference_bytes_per_row)[0]
+
+
+def _plan(
+    x_sample: Tensor,
+    ratio: float,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    reference_bytes_per_row: float | None = None,
+) -> tuple[LayerConfig, Tensor | None]:
+    """plan_layer, also returning the sample's top eigenbasis (d, r_max) when it computed one."""
     x = _check_x("x_sample", x_sample)
     ratio_f = _check_ratio(ratio)
     ov = _resolve_overrides(overrides)
@@ -324,7 +335,7 @@ def plan_layer(
             f"the smallest layout needs {minimum} (use a smaller ratio)"
         )
     if len(candidates) == 1:
-        return candidates[0]
+        return candidates[0], None
     u = _top_basis(x32, max(c.rank for c in candidates))
     errors = [_relative_error(x32, u, c) for c in candidates]
     best = min(errors)
@@ -332,7 +343,7 @@ def plan_layer(
     # spectrum spreading as training proceeds (the plan is made on the first batch), then fewer bytes.
     near = [i for i, e in enumerate(errors) if e <= best * 1.05 + 1e-7]
     pick = min(near, key=lambda i: (-candidates[i].rank, candidates[i].bytes_per_row(d), errors[i]))
-    return candidates[pick]
+    return candidates[pick], u
 
 
 def _mix_seed(seed: int, step: int, layer: int) -> int:
@@ -424,7 +435,7 @@ class LayerCodec:
 
         First call: plans the layout (unless fixed) and starts the basis from the batch's top-r eigenvectors.
         Later calls: every ``refresh_every`` steps one warm subspace iteration from this batch
-        (``_kernels.refresh``). The exact layout returns the identity. A refresh returns a *new* tensor (the
+        (on an evenly strided subset of max(512, 2r) rows; CholeskyQR2). The exact layout returns the identity. A refresh returns a *new* tensor (the
         previous basis is never modified in place, so graphs that saved it stay valid). Counts the step.
         With ``advance=False`` (a forward recomputed inside backward by checkpointing) the current basis is
         returned, moved to x's device if needed, without planning anew, refreshing or counting a step.
@@ -444,11 +455,10 @@ class LayerCodec:
                 float(self.d * x.element_size()) if self.reference_bytes_per_row is None
                 else float(self.reference_bytes_per_row)
             )
+        planned: Tensor | None = None
         if self.config is None:
             assert self.ratio is not None
-            self.config = plan_layer(
-                x, self.ratio, overrides=self.overrides, reference_bytes_per_row=self._ref
-            )
+            self.config, planned = _plan(x, self.ratio, overrides=self.overrides, reference_bytes_per_row=self._ref)
         cfg = self.config
         self._proj = None
         if cfg.exact:
@@ -461,14 +471,19 @@ class LayerCodec:
                 raise ValueError("x: contains NaN or infinity")
             if self.u is not None and self.u.shape[1] != cfg.rank:
                 self.u = None
-            self.u = self.u.to(x.device) if self.u is not None else _top_basis(x32, cfg.rank)
+            if self.u is not None:
+                self.u = self.u.to(x.device)
+            elif planned is not None and x.shape[0] <= _PLAN_ROWS:
+                self.u = planned[:, : cfg.rank].contiguous()  # planned on this very batch
+            else:
+                self.u = _top_basis(x32, cfg.rank)
             total = float(x32.square().sum())
             self._energy = float((x32 @ self.u).square().sum()) / total if total > 0 else 1.0
         elif cfg.refresh_every > 0 and self.step % cfg.refresh_every == 0:
-            out = _kernels.refresh(x, self.u, return_projection=True)
-            self.u = out.u
-            self._energy = out.energy
-            self._proj = (x, self.u, out.xu)
+            u_new, energy, xu = _refresh(x, self.u)
+            self.u = u_new
+            self._energy = energy
+            self._proj = (x, u_new, xu)
         self.step += 1
         return self.u
 
@@ -546,6 +561,40 @@ class LayerCodec:
 
     def __repr__(self) -> str:
         return f"LayerCodec(d={self.d}, config={self.config}, ratio={self.ratio}, step={self.step})"
+
+
+_REFRESH_MIN_ROWS = 512
+
+
+def _orthonormalize(y: Tensor) -> Tensor:
+    """Orthonormal basis of the columns of y (d, r): CholeskyQR2 (the Gram matrix in float64 for the first
+    pass, so the squared condition number of a subspace iterate is harmless), Householder QR as a fallback
+    when y is rank deficient. Several times cheaper than Householder QR on CPU for r in the hundreds."""
+    norms = torch.linalg.vector_norm(y, dim=0).clamp_min(torch.finfo(torch.float32).tiny)
+    y64 = (y / norms).double()
+    for _ in range(2):
+        chol, info = torch.linalg.cholesky_ex(y64.t() @ y64)
+        if int(info) != 0:
+            return torch.linalg.qr(y).Q.contiguous()
+        y64 = torch.linalg.solve_triangular(chol, y64.t(), upper=False).t()
+    return y64.to(torch.float32).contiguous()
+
+
+def _refresh(x: Tensor, u: Tensor) -> tuple[Tensor, float, Tensor]:
+    """One warm subspace iteration U_new = orth(Xsᵀ(Xs·U)) on an evenly strided row subset Xs of the batch
+    (max(512, 2r) rows or all of them), then the projection X·U_new of the whole batch (reused by the encoder)
+    and the captured energy ‖X·U_new‖²/‖X‖². Returns (u_new (d, r) float32, energy, xu (n, r) float32)."""
+    x32 = x if x.dtype == torch.float32 else x.to(torch.float32)
+    n, r = x32.shape[0], u.shape[1]
+    stride = max(1, n // max(_REFRESH_MIN_ROWS, 2 * r))
+    xs = x32[::stride]
+    q = _orthonormalize(xs.t() @ (xs @ u))
+    xu = x32 @ q
+    total = float(torch.linalg.vector_norm(x32).square())
+    if not math.isfinite(total):
+        raise ValueError("x: contains NaN or infinity")
+    energy = float(torch.linalg.vector_norm(xu).square()) / total if total > 0 else 1.0
+    return q, energy, xu
 
 
 def _residual_energy(vals: Tensor, scales: Tensor, bits: int) -> float:
