@@ -47,11 +47,14 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-from tiny_gpt import GPT, GPTConfig, evaluate, get_batch, load_corpus, make_optimizer  # noqa: E402
-
-from thrifty.compress import SavedBytesMeter, stac_r, unwrap  # noqa: E402
-from thrifty.compress import _kernels  # noqa: E402
-from thrifty.compress._codec import LayerCodec  # noqa: E402
+from thrifty.compress import (
+    SavedBytesMeter,
+    _kernels,
+    stac_r,
+    unwrap,
+)
+from thrifty.compress._codec import LayerCodec
+from tiny_gpt import GPT, GPTConfig, evaluate, get_batch, load_corpus, make_optimizer
 
 METHODS = ("STAC-R", "SVD", "random")
 
@@ -164,8 +167,10 @@ class Frontier:
     def table(self) -> str:
         dense = sum(2 * d for d in self.widths.values())
         lines = [
-            f"Mean weight-gradient cosine over {len(self.cos[('SVD', self.ratios[0])]) // len(self.widths)} steps "
-            f"x {len(self.widths)} Linears (dense bf16 = {dense:,} B/token for all Linears)",
+            (
+                f"Mean weight-gradient cosine over {len(self.cos[('SVD', self.ratios[0])]) // len(self.widths)} "
+                f"steps x {len(self.widths)} Linears (dense bf16 = {dense:,} B/token for all Linears)"
+            ),
             f"{'ratio':>6} | " + " | ".join(f"{m:>8} cos  B/token" for m in METHODS)
             + " | STAC-R - SVD | STAC-R late half",
         ]
@@ -198,8 +203,10 @@ class Frontier:
 
     def eps_summary(self) -> str:
         lines = [
-            f"Gradient bridge: cos >= sqrt(1 - eps^2) checked in {self.bound_cases:,} cases (eps < 1), "
-            f"violations: {self.bound_violations} (largest sqrt(1-eps^2) - cos = {self.max_bound_gap:+.2e})",
+            (
+                f"Gradient bridge: cos >= sqrt(1 - eps^2) checked in {self.bound_cases:,} cases (eps < 1), "
+                f"violations: {self.bound_violations} (largest sqrt(1-eps^2) - cos = {self.max_bound_gap:+.2e})"
+            ),
             "mean eps (STAC-R / SVD / random): "
             + ", ".join(
                 f"{r:g}x " + "/".join(f"{statistics.fmean(self.eps[(m, r)]):.3f}" for m in METHODS) for r in self.ratios

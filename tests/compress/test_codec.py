@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-
 from thrifty.compress import _kernels
 from thrifty.compress._codec import CodecStats, LayerCodec, LayerConfig, plan_layer
 
@@ -244,7 +243,7 @@ def test_stats_and_state_bytes() -> None:
     x = _structured(300, 128, 10, seed=12)
     codec = LayerCodec(128, ratio=8.0, overrides={"residual_density": 2 / 128})
     with pytest.raises(RuntimeError, match="stats"):
-        codec.stats
+        _ = codec.stats
     with pytest.raises(RuntimeError, match="basis_for"):
         codec.encode(x, torch.eye(128)[:, :4])
     u = codec.basis_for(x)

@@ -6,7 +6,6 @@ import gc
 
 import pytest
 import torch
-
 from thrifty.compress._meter import SavedBytesMeter
 
 
@@ -22,8 +21,8 @@ class _Save(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):  # type: ignore[no-untyped-def]
-        ctx.saved_tensors  # unpack twice: unpacking must not release anything
-        ctx.saved_tensors
+        first = ctx.saved_tensors  # unpack twice: unpacking must not release anything
+        assert len(ctx.saved_tensors) == len(first)
         return (g * torch.ones(ctx.shape),) + (None,) * ctx.n_extra
 
 

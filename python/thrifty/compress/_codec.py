@@ -188,7 +188,7 @@ def _check_x(name: str, x: object, d: int | None = None) -> Tensor:
 def _top_basis(x32: Tensor, r: int) -> Tensor:
     """Top-r right singular vectors of x (d, r) float32 via the d×d Gram matrix (float32 eigh: the leading
     subspace is well conditioned; the trailing directions only need to be orthonormal)."""
-    _, vecs = torch.linalg.eigh(x32.t() @ x32)
+    vecs: Tensor = torch.linalg.eigh(x32.t() @ x32).eigenvectors
     return vecs[:, -r:].flip(1).contiguous()
 
 
@@ -473,8 +473,8 @@ class LayerCodec:
                 self.u = None
             if self.u is not None:
                 self.u = self.u.to(x.device)
-            elif planned is not None and x.shape[0] <= _PLAN_ROWS:
-                self.u = planned[:, : cfg.rank].contiguous()  # planned on this very batch
+            elif planned is not None:
+                self.u = planned[:, : cfg.rank].contiguous()  # from the planning sample of this very batch
             else:
                 self.u = _top_basis(x32, cfg.rank)
             total = float(x32.square().sum())
@@ -575,9 +575,11 @@ def _orthonormalize(y: Tensor) -> Tensor:
     for _ in range(2):
         chol, info = torch.linalg.cholesky_ex(y64.t() @ y64)
         if int(info) != 0:
-            return torch.linalg.qr(y).Q.contiguous()
+            q: Tensor = torch.linalg.qr(y).Q
+            return q.contiguous()
         y64 = torch.linalg.solve_triangular(chol, y64.t(), upper=False).t()
-    return y64.to(torch.float32).contiguous()
+    out: Tensor = y64.to(torch.float32)
+    return out.contiguous()
 
 
 def _refresh(x: Tensor, u: Tensor) -> tuple[Tensor, float, Tensor]:

@@ -55,7 +55,7 @@ class StorageRecord:
 class _Saved:
     """What the pack hook hands to autograd; its death releases one reference to the storage."""
 
-    __slots__ = ("tensor", "__weakref__")
+    __slots__ = ("__weakref__", "tensor")
 
     def __init__(self, tensor: torch.Tensor) -> None:
         self.tensor = tensor
@@ -170,9 +170,7 @@ class SavedBytesMeter:
             for b in self._exclude_module.buffers():
                 if _storage_key(b) == key:
                     return True
-        if self._exclude_fn is not None and self._exclude_fn(t):
-            return True
-        return False
+        return self._exclude_fn is not None and bool(self._exclude_fn(t))
 
     def _pack(self, t: torch.Tensor) -> Any:
         key = _storage_key(t)
@@ -213,14 +211,14 @@ class SavedBytesMeter:
         return obj.tensor if isinstance(obj, _Saved) else obj
 
     # -- context manager -----------------------------------------------------------------------------
-    def __enter__(self) -> SavedBytesMeter:
+    def __enter__(self) -> SavedBytesMeter:  # noqa: PYI034
         if self._active:
             raise RuntimeError("this SavedBytesMeter is already active")
         self._active = True
         for name, mod in self._modules:
             self._handles.append(mod.register_forward_pre_hook(self._make_pre(name)))
             self._handles.append(mod.register_forward_hook(self._make_post(name), always_call=True))
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
+        if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             self._cuda_base = torch.cuda.memory_allocated()
