@@ -435,7 +435,7 @@ class LayerCodec:
 
         First call: plans the layout (unless fixed) and starts the basis from the batch's top-r eigenvectors.
         Later calls: every ``refresh_every`` steps one warm subspace iteration from this batch
-        (on an evenly strided subset of max(512, 2r) rows; CholeskyQR2). The exact layout returns the identity. A refresh returns a *new* tensor (the
+        (Householder QR). The exact layout returns the identity. A refresh returns a *new* tensor (the
         previous basis is never modified in place, so graphs that saved it stay valid). Counts the step.
         With ``advance=False`` (a forward recomputed inside backward by checkpointing) the current basis is
         returned, moved to x's device if needed, without planning anew, refreshing or counting a step.
@@ -563,34 +563,19 @@ class LayerCodec:
         return f"LayerCodec(d={self.d}, config={self.config}, ratio={self.ratio}, step={self.step})"
 
 
-_REFRESH_MIN_ROWS = 512
-
-
 def _orthonormalize(y: Tensor) -> Tensor:
-    """Orthonormal basis of the columns of y (d, r): CholeskyQR2 (the Gram matrix in float64 for the first
-    pass, so the squared condition number of a subspace iterate is harmless), Householder QR as a fallback
-    when y is rank deficient. Several times cheaper than Householder QR on CPU for r in the hundreds."""
-    norms = torch.linalg.vector_norm(y, dim=0).clamp_min(torch.finfo(torch.float32).tiny)
-    y64 = (y / norms).double()
-    for _ in range(2):
-        chol, info = torch.linalg.cholesky_ex(y64.t() @ y64)
-        if int(info) != 0:
-            q: Tensor = torch.linalg.qr(y).Q
-            return q.contiguous()
-        y64 = torch.linalg.solve_triangular(chol, y64.t(), upper=False).t()
-    out: Tensor = y64.to(torch.float32)
-    return out.contiguous()
+    """Orthonormal basis of the columns of y (d, r) by Householder QR (stable for the badly conditioned
+    iterates ``Xᵀ(X·U)``, whose columns span several orders of magnitude; CholeskyQR fails on them)."""
+    q: Tensor = torch.linalg.qr(y).Q
+    return q.contiguous()
 
 
 def _refresh(x: Tensor, u: Tensor) -> tuple[Tensor, float, Tensor]:
-    """One warm subspace iteration U_new = orth(Xsᵀ(Xs·U)) on an evenly strided row subset Xs of the batch
-    (max(512, 2r) rows or all of them), then the projection X·U_new of the whole batch (reused by the encoder)
-    and the captured energy ‖X·U_new‖²/‖X‖². Returns (u_new (d, r) float32, energy, xu (n, r) float32)."""
+    """One warm subspace iteration U_new = orth(Xᵀ(X·U)) on the batch, the projection X·U_new (reused by the
+    encoder, so the refresh adds two GEMMs of n·d·r) and the captured energy ‖X·U_new‖²/‖X‖².
+    Returns (u_new (d, r) float32, energy, xu (n, r) float32)."""
     x32 = x if x.dtype == torch.float32 else x.to(torch.float32)
-    n, r = x32.shape[0], u.shape[1]
-    stride = max(1, n // max(_REFRESH_MIN_ROWS, 2 * r))
-    xs = x32[::stride]
-    q = _orthonormalize(xs.t() @ (xs @ u))
+    q = _orthonormalize(x32.t() @ (x32 @ u))
     xu = x32 @ q
     total = float(torch.linalg.vector_norm(x32).square())
     if not math.isfinite(total):
