@@ -15,8 +15,8 @@ def run(output_dir: Path) -> None:
     here = Path(__file__).resolve().parent
     sys.path.insert(0, str(here))
     sys.path.insert(0, str(here.parent / "benches"))
-    from compress_gpt import Capture, Frontier
-    from thrifty.compress import SavedBytesMeter, compression_report, stac_r
+    from compress_gpt import Capture, Frontier, measure_saved
+    from thrifty.compress import compression_report, stac_r
     from tiny_gpt import GPT, GPTConfig, get_batch, load_corpus, make_optimizer
 
     torch.manual_seed(0)
@@ -43,7 +43,7 @@ def run(output_dir: Path) -> None:
             frontier.update(step, name, cap.x[name], cap.g[name], late=step >= steps // 2)
     cap.remove()
     print(f"GPT {cfg.n_layer}x{cfg.n_embd} on pydoc_data, {steps} steps ({time.perf_counter() - t0:.0f} s), "
-          f"final loss {float(loss):.3f}")
+          f"final loss {float(loss.detach()):.3f}")
     print(frontier.table())
     print(frontier.eps_summary())
     frontier.plot(output_dir / "compress_frontier.png", f"tour: GPT {cfg.n_layer}x{cfg.n_embd}, {steps} steps")
@@ -53,15 +53,9 @@ def run(output_dir: Path) -> None:
     comp = stac_r(model, ratio=8)
     x, y = get_batch(train, 8, cfg.block_size, gen)
     comp(x, y)[1].backward()  # the first step plans each layer from its batch
-    params = {p.untyped_storage().data_ptr() for p in comp.parameters()}
-    bases = {m.codec.u.untyped_storage().data_ptr() for m in comp.modules() if getattr(m, "codec", None) is not None}
-    saved = {}
-    for label, net in (("exact", model), ("stac_r(ratio=8)", comp)):
-        named = [(n, m) for n, m in net.named_modules() if n and (isinstance(m, torch.nn.Linear) or hasattr(m, "codec"))]
-        with SavedBytesMeter(exclude=lambda t: t.untyped_storage().data_ptr() in params | bases, modules=named) as m:
-            loss = net(x, y)[1]
-        loss.backward()
-        saved[label] = sum(m.by_module.values())
-    print(f"Saved inputs of the {len(named)} Linears (SavedBytesMeter): exact {saved['exact']:,} B, "
-          f"stac_r {saved['stac_r(ratio=8)']:,} B -> {saved['exact'] / saved['stac_r(ratio=8)']:.1f}x smaller")
+    # SavedBytesMeter (storage de-duplicated; parameters and the layers' bases excluded)
+    _, dense, _, _ = measure_saved(model, x, y)
+    stored, _, _, state = measure_saved(comp, x, y)
+    print(f"Saved by the Linears (SavedBytesMeter): dense inputs {dense:,} B, stac_r factors {stored:,} B "
+          f"-> {dense / stored:.1f}x smaller (bases, layer state: {state:,} B)")
     print(compression_report(comp))
