@@ -21,8 +21,14 @@ Three parts, all on CPU with fixed seeds (issue 8, acceptance 3-5):
 
 Usage::
 
-    nice -n 10 .venv/bin/python benches/compress_gpt.py            # full: 200 steps
-    .venv/bin/python benches/compress_gpt.py --quick               # 30 steps, a few minutes
+    nice -n 10 .venv/bin/python benches/compress_gpt.py --parts frontier --batch 8 --threads 1   # (a), 200 steps
+    nice -n 10 .venv/bin/python benches/compress_gpt.py --parts train --batch 8 --threads 1      # (b) + (c)
+    .venv/bin/python benches/compress_gpt.py --quick               # both parts, 30 steps
+    .venv/bin/python benches/compress_gpt.py --smoke               # 1-layer model, 3 steps: the script runs
+
+The two parts can run as two processes at once. SIGINT/SIGTERM end a loop early and the figures of the
+completed steps are still printed. On a loaded 2-core machine use ``--threads 1``: LAPACK (eigh, QR) with two
+OpenMP threads slowed down 10-20x there while GEMMs did not gain from the second thread.
 
 Bytes convention: the frontier's ratio is against bf16 dense activations (2·d bytes per row) whatever the
 training dtype (the issue's table). ``stac_r(ratio=R)`` refers to the activation's own dtype (4·d for this
