@@ -435,8 +435,8 @@ class LayerCodec:
 
         First call: plans the layout (unless fixed) and starts the basis from the batch's top-r eigenvectors.
         Later calls: every ``refresh_every`` steps one warm subspace iteration from this batch
-        (Householder QR). The exact layout returns the identity. A refresh returns a *new* tensor (the
-        previous basis is never modified in place, so graphs that saved it stay valid). Counts the step.
+        (``_kernels.refresh``: Householder QR of Xᵀ(X·U); its X·U_new is reused by the encoder). The exact
+        layout returns the identity. A refresh returns a *new* tensor (the previous basis is never modified in place, so graphs that saved it stay valid). Counts the step.
         With ``advance=False`` (a forward recomputed inside backward by checkpointing) the current basis is
         returned, moved to x's device if needed, without planning anew, refreshing or counting a step.
 
@@ -480,10 +480,10 @@ class LayerCodec:
             total = float(x32.square().sum())
             self._energy = float((x32 @ self.u).square().sum()) / total if total > 0 else 1.0
         elif cfg.refresh_every > 0 and self.step % cfg.refresh_every == 0:
-            u_new, energy, xu = _refresh(x, self.u)
-            self.u = u_new
-            self._energy = energy
-            self._proj = (x, u_new, xu)
+            out = _kernels.refresh(x, self.u, return_projection=True)
+            self.u = out.u
+            self._energy = out.energy
+            self._proj = (x, out.u, out.xu)
         self.step += 1
         return self.u
 
@@ -561,27 +561,6 @@ class LayerCodec:
 
     def __repr__(self) -> str:
         return f"LayerCodec(d={self.d}, config={self.config}, ratio={self.ratio}, step={self.step})"
-
-
-def _orthonormalize(y: Tensor) -> Tensor:
-    """Orthonormal basis of the columns of y (d, r) by Householder QR (stable for the badly conditioned
-    iterates ``Xᵀ(X·U)``, whose columns span several orders of magnitude; CholeskyQR fails on them)."""
-    q: Tensor = torch.linalg.qr(y).Q
-    return q.contiguous()
-
-
-def _refresh(x: Tensor, u: Tensor) -> tuple[Tensor, float, Tensor]:
-    """One warm subspace iteration U_new = orth(Xᵀ(X·U)) on the batch, the projection X·U_new (reused by the
-    encoder, so the refresh adds two GEMMs of n·d·r) and the captured energy ‖X·U_new‖²/‖X‖².
-    Returns (u_new (d, r) float32, energy, xu (n, r) float32)."""
-    x32 = x if x.dtype == torch.float32 else x.to(torch.float32)
-    q = _orthonormalize(x32.t() @ (x32 @ u))
-    xu = x32 @ q
-    total = float(torch.linalg.vector_norm(x32).square())
-    if not math.isfinite(total):
-        raise ValueError("x: contains NaN or infinity")
-    energy = float(torch.linalg.vector_norm(xu).square()) / total if total > 0 else 1.0
-    return q, energy, xu
 
 
 def _residual_energy(vals: Tensor, scales: Tensor, bits: int) -> float:
