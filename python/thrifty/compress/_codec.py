@@ -436,7 +436,8 @@ class LayerCodec:
         First call: plans the layout (unless fixed) and starts the basis from the batch's top-r eigenvectors.
         Later calls: every ``refresh_every`` steps one warm subspace iteration from this batch
         (``_kernels.refresh``: Householder QR of Xᵀ(X·U); its X·U_new is reused by the encoder). The exact
-        layout returns the identity. A refresh returns a *new* tensor (the previous basis is never modified in place, so graphs that saved it stay valid). Counts the step.
+        layout returns the identity. A refresh returns a *new* tensor (the previous basis is never modified in
+        place, so graphs that saved it stay valid). Counts the step.
         With ``advance=False`` (a forward recomputed inside backward by checkpointing) the current basis is
         returned, moved to x's device if needed, without planning anew, refreshing or counting a step.
 
