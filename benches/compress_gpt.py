@@ -227,18 +227,24 @@ class Frontier:
         import matplotlib.pyplot as plt
 
         dense = sum(2 * d for d in self.widths.values())
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
         for m, style in zip(METHODS, ("o-", "s--", "^:")):
             xs = [self.bytes_per_token(m, r) for r in self.ratios]
             ys = [statistics.fmean(self.cos[(m, r)]) for r in self.ratios]
             ax.plot(xs, ys, style, label=m)
-        ax.set_xscale("log")
-        ax.set_xlabel(f"stored bytes per token, all Linears (dense bf16 = {dense:,})")
+            ax2.plot(xs, [1.0 - y for y in ys], style, label=m)
+        for a in (ax, ax2):
+            a.set_xscale("log")
+            a.set_xlabel(f"stored bytes per token, all Linears (dense bf16 = {dense:,})")
+            a.grid(alpha=0.3, which="both")
         ax.set_ylabel("mean cosine(compressed, exact weight gradient)")
         ax.axhline(0.98, color="grey", lw=0.8, ls="--")
         ax.set_title(title, fontsize=9)
-        ax.grid(alpha=0.3, which="both")
         ax.legend()
+        ax2.set_yscale("log")
+        ax2.set_ylabel("1 - mean cosine (log)")
+        ax2.axhline(0.02, color="grey", lw=0.8, ls="--")
+        ax2.set_title("the same, 1 - cosine on a log scale", fontsize=9)
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=120)
