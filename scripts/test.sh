@@ -3,11 +3,17 @@
 # package), Python API (pytest + hypothesis). Sets itself up first (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# thrifty.compress: the CUDA kernels must compile here too (nvcc from PyPI; no GPU needed), so a CUDA
+# build error fails the test command.
+export THRIFTY_REQUIRE_CUDA=1
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
 echo "== cargo test (Rust core) =="
 cargo test --release -p thrifty-core -q 2>&1 | tail -n 25
+
+echo "== ctest (C++ kernels of thrifty.compress) =="
+PATH="$PWD/.venv/bin:$PATH" ctest --test-dir build/cpp --output-on-failure
 
 # --- C ABI and R package (rust/thrifty-capi, bindings/r) ---------------------------------------
 echo "== C ABI: header staleness test + C test program under ASan/UBSan =="

@@ -1,0 +1,37 @@
+"""Activation compression for training: STAC-R, a compressed ``nn.Linear`` whose backward never rebuilds
+its input.
+
+Training memory is dominated by the activations saved for backward. A Linear layer needs its input ``X``
+only for the weight gradient ``Gᵀ·X``; STAC-R saves ``X`` as coefficients in a tracked low-rank basis plus a
+sparse, quantized residual, and contracts the weight gradient straight from those factors.
+
+- :func:`stac_r` wraps the selected ``nn.Linear`` layers of a model for a stored-bytes budget
+  (``ratio=8``: one eighth of the dense input bytes); :func:`unwrap` restores plain layers.
+- :class:`CompressedLinear` is the wrapped layer (custom op ``thrifty::stac_linear``: works with autocast,
+  ``torch.compile``, ``torch.utils.checkpoint`` and DDP); ``exact=True`` reproduces the exact gradients.
+- :func:`compression_report` reads per layer stored vs dense bytes, rank, residual, captured energy and the
+  gradient-error estimate ε with its cosine bound √(1−ε²).
+- :class:`SavedBytesMeter` measures what autograd saves (storage-deduplicated); :func:`backends` says which
+  kernels were built and run (C++ CPU kernels always, CUDA ones when compiled and a GPU is present).
+
+Requires ``torch`` (``pip install thrifty[torch]``).
+"""
+
+from thrifty.compress._kernels import backends
+from thrifty.compress._linear import CompressedLinear, LayerState
+from thrifty.compress._meter import SavedBytesMeter, StorageRecord
+from thrifty.compress._report import CompressionReport, LayerReport, compression_report
+from thrifty.compress._wrap import stac_r, unwrap
+
+__all__ = [
+    "CompressedLinear",
+    "CompressionReport",
+    "LayerReport",
+    "LayerState",
+    "SavedBytesMeter",
+    "StorageRecord",
+    "backends",
+    "compression_report",
+    "stac_r",
+    "unwrap",
+]

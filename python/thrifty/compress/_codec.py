@@ -1,0 +1,576 @@
+"""STAC-R per-layer codec: the tracked basis, its refresh policy, the byte budget plan and bytes accounting.
+
+One :class:`LayerCodec` belongs to one compressed Linear. In each forward it
+
+1. returns the basis for this batch (:meth:`LayerCodec.basis_for`): on the first batch it *plans* the layer
+   (:func:`plan_layer`: rank, coefficient format, residual density and bits that fit the byte budget and
+   reconstruct the measured batch best) and starts the basis from the batch's top eigenvectors; afterwards
+   it refreshes the basis **from the batch being compressed** every ``refresh_every`` steps with one
+   warm-started subspace iteration ``U <- orth(Xᵀ(X·U))`` (one extra GEMM of the projection's size; the
+   projection ``X·U_new`` it produces is reused by the encoder, so the refresh costs two GEMMs of n·d·r);
+2. encodes the batch against that basis (:meth:`LayerCodec.encode`) with the kernels of
+   :mod:`thrifty.compress._kernels`: coefficients ``C = X·U`` (bf16, or int8 with per-row scales, which buys
+   twice the rank for the same bytes) plus, only where the measured tail pays for it, a top-k-per-block
+   quantized residual of ``X - deq(C)·Uᵀ``.
+
+Bytes convention
+----------------
+``ratio`` is the stored-bytes ratio against the dense activation the uncompressed Linear would save:
+``reference_bytes_per_row = d · itemsize`` of the activation's dtype (2·d for bf16/fp16, 4·d for fp32), unless
+``reference_bytes_per_row`` is given (the fidelity benchmark passes 2·d, the bf16 convention, for fp32
+training). Stored bytes per row (:meth:`LayerConfig.bytes_per_row`) count everything saved per activation
+row: coefficients (r·{4, 2, 1} bytes) + the int8 per-row scale (4 bytes) + per residual block ``k`` index
+bytes + ``k`` (8-bit) or ``ceil(k/2)`` (4-bit) value bytes + a 4-byte scale. The basis is layer *state*
+(like a weight: one ``(d, r)`` float32 tensor per layer whatever the batch size, replaced in place of the old
+one at a refresh); it is reported separately as :attr:`LayerCodec.state_bytes`, not per row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from thrifty.compress import _kernels
+
+__all__ = ["CodecStats", "LayerCodec", "LayerConfig", "plan_layer"]
+
+COEF_FORMATS = ("fp32", "bf16", "int8")
+_COEF_BYTES = {"fp32": 4, "bf16": 2, "int8": 1}
+_SCALE_BYTES = 4  # float32 scales (per row for int8 coefficients, per row and block for the residual)
+_MAX_BLOCK = 256
+_PLAN_ROWS = 512  # rows of the first batch used to plan a layer (evenly strided)
+# Residual options the planner tries (k entries per block of 128 features, bits).
+_PLAN_RESIDUALS = ((0, 8), (2, 8), (4, 4), (8, 4))
+_PLAN_BLOCK = 128
+_OVERRIDE_KEYS = frozenset({"rank", "coef", "residual_density", "bits", "block", "refresh_every", "stochastic"})
+_OVERRIDE_ALIASES = {"coef_dtype": "coef", "residual_bits": "bits"}  # the names stac_r uses
+
+
+@dataclass(frozen=True)
+class LayerConfig:
+    """How one layer stores its activations.
+
+    Attributes
+    ----------
+    rank : int
+        Basis columns r, 1 <= r <= d (r = d only with ``exact``).
+    coef : {"int8", "bf16", "fp32"}
+        Coefficient format; int8 carries a float32 scale per row.
+    block : int
+        Residual block length along the features, 1..256.
+    k : int
+        Residual entries kept per row and block, 0..block (0: no residual).
+    bits : {4, 8}
+        Residual value precision.
+    refresh_every : int
+        Refresh the basis from the batch every this many steps (1 = every step; 0 = never refresh).
+    exact : bool
+        The exactness switch: U = I_d, fp32 coefficients, no residual; the weight gradient is exact.
+    stochastic : bool
+        Stochastic rounding of the residual values (counter-based, keyed by seed, step and layer).
+    """
+
+    rank: int
+    coef: str = "int8"
+    block: int = _PLAN_BLOCK
+    k: int = 0
+    bits: int = 8
+    refresh_every: int = 1
+    exact: bool = False
+    stochastic: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("rank", "block", "k", "bits", "refresh_every"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name}: expected an int, got {type(v).__name__}")
+        if self.rank < 1:
+            raise ValueError(f"rank: must be >= 1, got {self.rank}")
+        if self.coef not in COEF_FORMATS:
+            raise ValueError(f"coef: must be one of {COEF_FORMATS}, got {self.coef!r}")
+        if not 1 <= self.block <= _MAX_BLOCK:
+            raise ValueError(f"block: must be in [1, {_MAX_BLOCK}], got {self.block}")
+        if not 0 <= self.k <= self.block:
+            raise ValueError(f"k: must be in [0, block={self.block}], got {self.k}")
+        if self.bits not in (4, 8):
+            raise ValueError(f"bits: must be 4 or 8, got {self.bits}")
+        if self.refresh_every < 0:
+            raise ValueError(f"refresh_every: must be >= 0 (0 = never), got {self.refresh_every}")
+        if self.rank > 1 << 20:
+            raise ValueError(f"rank: implausibly large ({self.rank})")
+        if self.exact and (self.coef != "fp32" or self.k != 0):
+            raise ValueError("exact: the exactness switch stores fp32 coefficients and no residual")
+
+    @classmethod
+    def exact_for(cls, d: int) -> LayerConfig:
+        """The exactness switch for width ``d``: U = I_d, fp32 coefficients, no residual."""
+        return cls(rank=d, coef="fp32", block=min(d, _MAX_BLOCK), k=0, refresh_every=0, exact=True)
+
+    def coef_bytes_per_row(self) -> int:
+        """Bytes per row of the coefficients and their scale."""
+        return self.rank * _COEF_BYTES[self.coef] + (_SCALE_BYTES if self.coef == "int8" else 0)
+
+    def residual_bytes_per_row(self, d: int) -> int:
+        """Bytes per row of the residual (indices, values, block scales) for width ``d``."""
+        if self.k == 0:
+            return 0
+        nb = math.ceil(d / self.block)
+        vbytes = self.k if self.bits == 8 else (self.k + 1) // 2
+        return nb * (self.k + vbytes + _SCALE_BYTES)
+
+    def bytes_per_row(self, d: int) -> int:
+        """Stored bytes per activation row of width ``d`` (coefficients + scales + residual), no basis."""
+        _check_width(d)
+        if self.rank > d:
+            raise ValueError(f"rank: {self.rank} exceeds the width d={d}")
+        return self.coef_bytes_per_row() + self.residual_bytes_per_row(d)
+
+
+@dataclass(frozen=True)
+class CodecStats:
+    """What a layer's codec did last (read by ``compression_report``).
+
+    ``captured_energy``: captured energy ‖X·U‖²/‖X‖² of the last refreshed batch (NaN before the first refresh).
+    ``residual_share``: share of the last batch's energy carried by the stored residual ‖R‖²/‖X‖² (0 without
+    residual; NaN before the first encode). ``bytes_per_row``/``reference_bytes_per_row``: stored and dense
+    bytes per row; ``ratio`` their quotient. ``state_bytes``: the basis tensor's bytes. ``step``: forwards seen.
+    """
+
+    step: int
+    rank: int
+    coef: str
+    k: int
+    bits: int
+    captured_energy: float
+    residual_share: float
+    bytes_per_row: int
+    reference_bytes_per_row: float
+    ratio: float
+    state_bytes: int
+
+
+def _check_width(d: object) -> int:
+    if isinstance(d, bool) or not isinstance(d, int):
+        raise TypeError(f"d: expected an int, got {type(d).__name__}")
+    if d < 1:
+        raise ValueError(f"d: must be >= 1, got {d}")
+    return d
+
+
+def _check_ratio(ratio: object) -> float:
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)):
+        raise TypeError(f"ratio: expected a number, got {type(ratio).__name__}")
+    r = float(ratio)
+    if not math.isfinite(r) or r <= 1.0:
+        raise ValueError(f"ratio: must be a finite number > 1, got {ratio}")
+    return r
+
+
+def _check_x(name: str, x: object, d: int | None = None) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 2:
+        raise ValueError(f"{name}: expected a 2-D (n, d) tensor, got shape {tuple(x.shape)}")
+    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise TypeError(f"{name}: expected float32, bfloat16 or float16, got {x.dtype}")
+    if d is not None and x.shape[1] != d:
+        raise ValueError(f"{name}: expected {d} features, got shape {tuple(x.shape)}")
+    if x.shape[0] == 0:
+        raise ValueError(f"{name}: has no rows")
+    return x
+
+
+def _top_basis(x32: Tensor, r: int) -> Tensor:
+    """Top-r right singular vectors of x (d, r) float32 via the d×d Gram matrix (float32 eigh: the leading
+    subspace is well conditioned; the trailing directions only need to be orthonormal)."""
+    vecs: Tensor = torch.linalg.eigh(x32.t() @ x32).eigenvectors
+    return vecs[:, -r:].flip(1).contiguous()
+
+
+def _resolve_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides: expected a mapping, got {type(overrides).__name__}")
+    out = {_OVERRIDE_ALIASES.get(k, k): v for k, v in overrides.items() if v is not None}
+    bad = set(out) - _OVERRIDE_KEYS
+    if bad:
+        allowed = sorted(_OVERRIDE_KEYS | set(_OVERRIDE_ALIASES))
+        raise ValueError(f"overrides: unknown keys {sorted(bad)}; allowed: {allowed}")
+    if "residual_density" in out:
+        dens = out["residual_density"]
+        if isinstance(dens, bool) or not isinstance(dens, (int, float)):
+            raise TypeError(f"residual_density: expected a number, got {type(dens).__name__}")
+        if not (0.0 <= float(dens) <= 1.0):
+            raise ValueError(f"residual_density: must be in [0, 1] (0 = no residual), got {dens}")
+    if "coef" in out and out["coef"] not in COEF_FORMATS:
+        raise ValueError(f"coef_dtype: must be one of {COEF_FORMATS}, got {out['coef']!r}")
+    if "bits" in out and out["bits"] not in (4, 8):
+        raise ValueError(f"residual_bits: must be 4 or 8, got {out['bits']!r}")
+    return out
+
+
+def _rank_for(budget: float, d: int, coef: str, residual_bytes: int) -> int:
+    extra = _SCALE_BYTES if coef == "int8" else 0
+    return int((budget - residual_bytes - extra) // _COEF_BYTES[coef])
+
+
+def _relative_error(x32: Tensor, u: Tensor, cfg: LayerConfig) -> float:
+    """‖X - X̂‖²/‖X‖² of the shipped encoder on x with basis u (the first cfg.rank columns)."""
+    uu = u[:, : cfg.rank].contiguous()
+    packed = _kernels.compress(x32, uu, coef=cfg.coef, block=cfg.block, k=cfg.k, bits=cfg.bits)
+    xhat = _kernels.decompress(uu, *packed, d=x32.shape[1], block=cfg.block, bits=cfg.bits)
+    total = float(x32.square().sum())
+    return float((x32 - xhat).square().sum()) / total if total > 0 else 0.0
+
+
+def plan_layer(
+    x_sample: Tensor,
+    ratio: float,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    reference_bytes_per_row: float | None = None,
+) -> LayerConfig:
+    """Spend a layer's byte budget where it pays, measured on a sample of its activations.
+
+    The budget is ``reference_bytes_per_row / ratio`` bytes per row (default reference ``d · itemsize`` of
+    ``x_sample``'s dtype). Candidates: int8 coefficients (per-row scale) or bf16 coefficients, each without a
+    residual or with a top-k residual per block of 128 features (k = 2 at 8 bits, or 4 or 8 at 4 bits); every
+    candidate takes the largest rank that fits the budget. Each is scored by the relative reconstruction error
+    ‖X - X̂‖²/‖X‖² of the shipped encoder on (up to 512 evenly strided rows of) the sample, in the sample's
+    own top eigenbasis (what the per-batch refresh tracks); the best wins (near-ties within 5%: the larger
+    rank, which stays good when the spectrum spreads later in training). Entries in ``overrides`` pin
+    choices: ``rank``, ``coef``/``coef_dtype`` ("int8"|"bf16"|"fp32"), ``residual_density`` (fraction of
+    each block kept, 0 = none), ``bits``/``residual_bits`` (4|8), ``block``, ``refresh_every``,
+    ``stochastic``. A pinned rank with a pinned residual may exceed the budget (the expert's choice wins).
+
+    Parameters
+    ----------
+    x_sample : Tensor (n, d) float32 / bfloat16 / float16, finite, n >= 1
+    ratio : float > 1
+    overrides : mapping, optional
+    reference_bytes_per_row : float > 0, optional
+
+    Returns
+    -------
+    LayerConfig with ``bytes_per_row(d) <= reference / ratio`` unless overrides force more.
+
+    Raises
+    ------
+    TypeError / ValueError naming the argument: bad types, ratio <= 1, unknown override keys, a pinned rank
+    >= d, non-finite samples, or a budget too small for rank 1.
+    """
+    return _plan(x_sample, ratio, overrides=overrides, reference_bytes_per_row=reference_bytes_per_row)[0]
+
+
+def _plan(
+    x_sample: Tensor,
+    ratio: float,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    reference_bytes_per_row: float | None = None,
+) -> tuple[LayerConfig, Tensor | None]:
+    """plan_layer, also returning the sample's top eigenbasis (d, r_max) when it computed one."""
+    x = _check_x("x_sample", x_sample)
+    ratio_f = _check_ratio(ratio)
+    ov = _resolve_overrides(overrides)
+    d = x.shape[1]
+    if reference_bytes_per_row is None:
+        ref = float(d * x.element_size())
+    else:
+        if isinstance(reference_bytes_per_row, bool) or not isinstance(reference_bytes_per_row, (int, float)):
+            raise TypeError("reference_bytes_per_row: expected a number")
+        ref = float(reference_bytes_per_row)
+        if not math.isfinite(ref) or ref <= 0:
+            raise ValueError(f"reference_bytes_per_row: must be finite and > 0, got {reference_bytes_per_row}")
+    budget = ref / ratio_f
+    rows = x[:: max(1, math.ceil(x.shape[0] / _PLAN_ROWS))]
+    x32 = rows.to(torch.float32).contiguous()
+    if not bool(torch.isfinite(x32).all()):
+        raise ValueError("x_sample: contains NaN or infinity")
+    block = int(ov.get("block", min(_PLAN_BLOCK, d)))
+    refresh_every = int(ov.get("refresh_every", 1))
+    stochastic = bool(ov.get("stochastic", False))
+    coefs = (ov["coef"],) if "coef" in ov else ("int8", "bf16")
+    if "residual_density" in ov:
+        dens = float(ov["residual_density"])
+        k_fix = 0 if dens == 0 else max(1, min(block, round(dens * block)))
+        bits_opts = (ov["bits"],) if "bits" in ov else (8, 4)
+        residuals = tuple((k_fix, b) for b in bits_opts) if k_fix else ((0, 8),)
+    else:
+        residuals = tuple((k, b) for k, b in _PLAN_RESIDUALS if "bits" not in ov or k == 0 or b == ov["bits"])
+        residuals = tuple((min(k, block), b) for k, b in residuals)
+    pinned_rank = ov.get("rank")
+    if pinned_rank is not None:
+        if isinstance(pinned_rank, bool) or not isinstance(pinned_rank, int):
+            raise TypeError(f"rank: expected an int, got {type(pinned_rank).__name__}")
+        if not 1 <= pinned_rank < d:
+            raise ValueError(f"rank: must be in [1, d) with d={d} (use exact=True to keep everything), got {pinned_rank}")
+
+    candidates: list[LayerConfig] = []
+    for coef in coefs:
+        for k, bits in dict.fromkeys(residuals):
+            probe = LayerConfig(rank=1, coef=coef, block=block, k=k, bits=bits)
+            res_bytes = probe.residual_bytes_per_row(d)
+            if pinned_rank is not None:
+                r = pinned_rank
+                fits = replace(probe, rank=r).bytes_per_row(d) <= budget
+                if k > 0 and "residual_density" not in ov and not fits:
+                    continue  # pinned rank: add a planned residual only if it still fits the budget
+            else:
+                r = min(_rank_for(budget, d, coef, res_bytes), d - 1)
+                if r < 1:
+                    continue
+            candidates.append(LayerConfig(rank=r, coef=coef, block=block, k=k, bits=bits,
+                                          refresh_every=refresh_every, stochastic=stochastic))
+    if not candidates:
+        minimum = LayerConfig(rank=1, coef="int8").bytes_per_row(d)
+        raise ValueError(
+            f"ratio: {ratio_f:g} leaves {budget:.1f} bytes per row for a layer of width {d}; "
+            f"the smallest layout needs {minimum} (use a smaller ratio)"
+        )
+    if len(candidates) == 1:
+        return candidates[0], None
+    u = _top_basis(x32, max(c.rank for c in candidates))
+    errors = [_relative_error(x32, u, c) for c in candidates]
+    best = min(errors)
+    # Near-ties (within 5% of the best error): take the largest rank, which is the most robust to the
+    # spectrum spreading as training proceeds (the plan is made on the first batch), then fewer bytes.
+    near = [i for i, e in enumerate(errors) if e <= best * 1.05 + 1e-7]
+    pick = min(near, key=lambda i: (-candidates[i].rank, candidates[i].bytes_per_row(d), errors[i]))
+    return candidates[pick], u
+
+
+def _mix_seed(seed: int, step: int, layer: int) -> int:
+    """A 64-bit rounding key from (seed, step, layer) (splitmix64 finaliser of their combination)."""
+    z = (seed * 0x9E3779B97F4A7C15 + step * 0xBF58476D1CE4E5B9 + layer * 0x94D049BB133111EB) % (1 << 64)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % (1 << 64)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % (1 << 64)
+    return z ^ (z >> 31)
+
+
+class LayerCodec:
+    """Per-layer STAC-R state: the tracked basis, its refresh schedule and the encoder settings.
+
+    Parameters
+    ----------
+    d : int >= 1
+        Width of the layer's input (features).
+    config : LayerConfig | None
+        A fixed layout; ``None`` plans one from the first batch (needs ``ratio``, or ``exact``).
+    ratio : float > 1 | None
+        Target stored-bytes ratio against the dense activation (see the module docstring).
+    seed : int >= 0
+        Key of the stochastic rounding (combined with the step and ``layer_index``).
+    layer_index : int >= 0
+        This layer's index (part of the rounding key).
+    overrides : mapping, optional
+        Expert pins forwarded to :func:`plan_layer` (``rank``, ``coef``, ``residual_density``, ``bits``,
+        ``block``, ``refresh_every``, ``stochastic``).
+    reference_bytes_per_row : float, optional
+        Dense bytes per row the ratio refers to (default: d · itemsize of the first batch's dtype).
+    exact : bool
+        The exactness switch (U = I_d, fp32 coefficients, no residual).
+
+    Attributes
+    ----------
+    config : LayerConfig | None   (set at the first batch when planned)
+    u : Tensor (d, r) float32 | None   the current basis (replaced, never modified in place, at a refresh)
+    step : int   forwards seen
+    """
+
+    def __init__(
+        self,
+        d: int,
+        config: LayerConfig | None = None,
+        ratio: float | None = None,
+        *,
+        seed: int = 0,
+        layer_index: int = 0,
+        overrides: Mapping[str, Any] | None = None,
+        reference_bytes_per_row: float | None = None,
+        exact: bool = False,
+    ) -> None:
+        self.d = _check_width(d)
+        for name, v in (("seed", seed), ("layer_index", layer_index)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name}: expected an int, got {type(v).__name__}")
+            if v < 0:
+                raise ValueError(f"{name}: must be >= 0, got {v}")
+        if config is not None and not isinstance(config, LayerConfig):
+            raise TypeError(f"config: expected a LayerConfig or None, got {type(config).__name__}")
+        if exact or (config is not None and config.exact):
+            config = LayerConfig.exact_for(d)
+        elif config is None:
+            if ratio is None:
+                raise ValueError("ratio: required when no config is given (or pass exact=True)")
+            _check_ratio(ratio)
+        if config is not None and config.rank > d:
+            raise ValueError(f"config: rank {config.rank} exceeds the width d={d}")
+        if config is not None and not config.exact and config.rank >= d:
+            raise ValueError(f"config: rank {config.rank} must be below the width d={d} (use exact=True)")
+        self.config = config
+        self.ratio = None if ratio is None else float(ratio)
+        self.seed = seed
+        self.layer_index = layer_index
+        self.overrides = _resolve_overrides(overrides)
+        self.reference_bytes_per_row = reference_bytes_per_row
+        self.u: Tensor | None = None
+        self.step = 0
+        self._energy = float("nan")
+        self._residual_share = float("nan")
+        self._ref: float | None = None
+        # the projection X·U_new from the last refresh, reused by encode for the same (x, u)
+        self._proj: tuple[Tensor, Tensor, Tensor] | None = None
+
+    # ---------------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def basis_for(self, x2d: Tensor, *, advance: bool = True) -> Tensor:
+        """The basis (d, r) float32 to encode ``x2d`` (n, d) with; plans and refreshes per policy.
+
+        First call: plans the layout (unless fixed) and starts the basis from the batch's top-r eigenvectors.
+        Later calls: every ``refresh_every`` steps one warm subspace iteration from this batch
+        (``_kernels.refresh``: Householder QR of Xᵀ(X·U); its X·U_new is reused by the encoder). The exact
+        layout returns the identity. A refresh returns a *new* tensor (the previous basis is never modified in
+        place, so graphs that saved it stay valid). Counts the step.
+        With ``advance=False`` (a forward recomputed inside backward by checkpointing) the current basis is
+        returned, moved to x's device if needed, without planning anew, refreshing or counting a step.
+
+        Raises
+        ------
+        TypeError / ValueError for a non-tensor, wrong shape, non-float dtype or non-finite batch.
+        """
+        x = _check_x("x", x2d, self.d)
+        if not advance and self.u is not None:
+            self._proj = None
+            if self.u.device != x.device:
+                self.u = self.u.to(x.device)
+            return self.u
+        if self._ref is None:
+            self._ref = (
+                float(self.d * x.element_size()) if self.reference_bytes_per_row is None
+                else float(self.reference_bytes_per_row)
+            )
+        planned: Tensor | None = None
+        if self.config is None:
+            assert self.ratio is not None
+            self.config, planned = _plan(x, self.ratio, overrides=self.overrides, reference_bytes_per_row=self._ref)
+        cfg = self.config
+        self._proj = None
+        if cfg.exact:
+            if self.u is None or self.u.device != x.device:
+                self.u = torch.eye(self.d, dtype=torch.float32, device=x.device)
+                self._energy = 1.0
+        elif self.u is None or self.u.device != x.device or self.u.shape[1] != cfg.rank:
+            x32 = x.to(torch.float32)
+            if not bool(torch.isfinite(x32).all()):
+                raise ValueError("x: contains NaN or infinity")
+            if self.u is not None and self.u.shape[1] != cfg.rank:
+                self.u = None
+            if self.u is not None:
+                self.u = self.u.to(x.device)
+            elif planned is not None:
+                self.u = planned[:, : cfg.rank].contiguous()  # from the planning sample of this very batch
+            else:
+                self.u = _top_basis(x32, cfg.rank)
+            total = float(x32.square().sum())
+            self._energy = float((x32 @ self.u).square().sum()) / total if total > 0 else 1.0
+        elif cfg.refresh_every > 0 and self.step % cfg.refresh_every == 0:
+            out = _kernels.refresh(x, self.u, return_projection=True)
+            self.u = out.u
+            self._energy = out.energy
+            self._proj = (x, out.u, out.xu)
+        self.step += 1
+        return self.u
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether the residual uses stochastic rounding (False before planning)."""
+        return self.config is not None and self.config.stochastic
+
+    def rounding_seed(self) -> int:
+        """The rounding key of the current step for this layer, in int64 range (mix of seed, step, layer)."""
+        z = _mix_seed(self.seed, self.step, self.layer_index)
+        return z - (1 << 64) if z >= 1 << 63 else z
+
+    def projection_for(self, x2d: Tensor, u: Tensor) -> Tensor | None:
+        """``X·U`` (n, r) float32 computed by the refresh in :meth:`basis_for` for this very ``x2d`` and ``u``,
+        or None. Pass it to ``_kernels.compress(..., xu=)`` to skip the projection GEMM. Read once."""
+        proj, self._proj = self._proj, None
+        if proj is not None and proj[0] is x2d and proj[1] is u:
+            return proj[2]
+        return None
+
+    def encode(self, x2d: Tensor, u: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """Compress ``x2d`` (n, d) in the basis ``u`` (d, r) with this layer's layout.
+
+        Returns ``(c, c_scale, vals, idx, scales)`` as :func:`thrifty.compress._kernels.compress` documents.
+        Stochastic rounding (if configured) is keyed by (seed, step, layer_index). Reuses the projection
+        computed by the refresh of :meth:`basis_for` for the same ``x2d`` and ``u``.
+
+        Raises
+        ------
+        RuntimeError if called before :meth:`basis_for` planned the layer; the kernels' TypeError /
+        ValueError for bad tensors.
+        """
+        cfg = self.config
+        if cfg is None:
+            raise RuntimeError("encode: call basis_for(x) first (it plans the layer)")
+        packed = _kernels.compress(
+            x2d, u, coef=cfg.coef, block=cfg.block, k=cfg.k, bits=cfg.bits, stochastic=cfg.stochastic,
+            seed=self.rounding_seed(), xu=self.projection_for(x2d, u),
+        )
+        self.note_residual(packed.vals, packed.scales, x2d)
+        return tuple(packed)  # type: ignore[return-value]
+
+    @torch.no_grad()
+    def note_residual(self, vals: Tensor, scales: Tensor, x2d: Tensor) -> None:
+        """Record the residual's energy share ‖R‖²/‖X‖² of an encode done outside :meth:`encode`.
+
+        ``vals``/``scales`` as returned by ``_kernels.compress`` for ``x2d`` with this layer's config.
+        """
+        cfg = self.config
+        if cfg is None or cfg.k == 0 or vals.numel() == 0:
+            self._residual_share = 0.0
+            return
+        total = float(x2d.to(torch.float32).square().sum())
+        self._residual_share = _residual_energy(vals, scales, cfg.bits) / total if total > 0 else 0.0
+
+    # ---------------------------------------------------------------------------------------------
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of the basis tensor (layer state, not counted per row)."""
+        return 0 if self.u is None else self.u.numel() * self.u.element_size()
+
+    @property
+    def stats(self) -> CodecStats:
+        """Snapshot of the last step (see :class:`CodecStats`); raises RuntimeError before the first batch."""
+        cfg = self.config
+        if cfg is None or self._ref is None:
+            raise RuntimeError("stats: the layer has not seen a batch yet")
+        bpr = cfg.bytes_per_row(self.d)
+        return CodecStats(
+            step=self.step, rank=cfg.rank, coef=cfg.coef, k=cfg.k, bits=cfg.bits, captured_energy=self._energy,
+            residual_share=self._residual_share, bytes_per_row=bpr, reference_bytes_per_row=self._ref,
+            ratio=self._ref / bpr, state_bytes=self.state_bytes,
+        )
+
+    def __repr__(self) -> str:
+        return f"LayerCodec(d={self.d}, config={self.config}, ratio={self.ratio}, step={self.step})"
+
+
+def _residual_energy(vals: Tensor, scales: Tensor, bits: int) -> float:
+    """‖R‖² of a packed residual: Σ (q · scale)² over the kept entries."""
+    if bits == 8:
+        q = vals.to(torch.float32)
+    else:
+        lo = (vals & 0xF).to(torch.int16)
+        hi = (vals >> 4).to(torch.int16)
+        q = torch.stack((lo, hi), dim=-1).flatten(-2).to(torch.float32)
+        q = torch.where(q >= 8, q - 16, q)
+    return float((q.square().sum(-1) * scales.to(torch.float32).square()).sum())

@@ -1,0 +1,429 @@
+"""`CompressedLinear`: an ``nn.Linear`` whose saved input is STAC-R factors, and the op ``thrifty::stac_linear``.
+
+A Linear layer ``y = x·Wᵀ + b`` needs its input ``X`` (n, d) in backward only for the weight gradient
+``grad_W = Gᵀ·X``; ``grad_x = G·W`` and ``grad_b = Σ G`` do not use it. So instead of ``X`` the op saves
+
+- ``C = X·U`` in a tracked basis ``U`` (d, r) (fp32, bf16, or int8 with per-row scales), and
+- a sparse residual ``R`` of ``E = X − deq(C)·Uᵀ``: the ``k`` largest ``|E|`` per block of features, int8 or
+  int4 with a per-row-per-block scale and uint8 in-block indices,
+
+and computes ``grad_W = (Gᵀ·deq(C))·Uᵀ + Gᵀ·R`` straight from them (``_kernels.grad_weight``): the dense
+activation is never rebuilt. The basis, its refresh schedule and the byte budget (rank, coefficient format,
+residual density and bits) belong to the layer's :class:`~thrifty.compress._codec.LayerCodec`.
+
+``thrifty::stac_linear`` is a ``torch.library.custom_op`` with a fake (meta) implementation and an autograd
+registration, so it works under ``torch.compile``, ``torch.utils.checkpoint`` and DDP. With ``exact=True``
+the same path runs with ``U = I``, fp32 coefficients and no residual, which reproduces ``Gᵀ·X`` exactly.
+
+The gradient bridge: with ``Δ = ĝ − g = Gᵀ·E`` and ``ε = ‖Δ‖/‖g‖ < 1``, ``cos(ĝ, g) ≥ √(1 − ε²)``. Every
+``monitor_every`` steps the layer keeps ``monitor_rows`` sampled rows of ``X`` and of ``E`` (a few rows) and
+measures ``ε`` on them in backward with one small GEMM ``G_sᵀ·[X_s | E_s]``
+(see :func:`~thrifty.compress.compression_report`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from thrifty.compress import _checks, _kernels
+from thrifty.compress._codec import LayerCodec, LayerConfig
+
+__all__ = ["CompressedLinear", "LayerState"]
+
+# user-facing names of the expert options -> the codec's override keys
+_CODEC_KEYS = {"rank": "rank", "residual_density": "residual_density", "residual_bits": "bits",
+               "coef_dtype": "coef", "refresh_every": "refresh_every"}  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------
+# the custom op
+
+
+@torch.library.custom_op("thrifty::stac_linear", mutates_args=())
+def stac_linear(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    u: Tensor,
+    xu: Tensor | None,
+    coef: str,
+    block: int,
+    k: int,
+    bits: int,
+    stochastic: bool,
+    seed: int,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """``y = x·Wᵀ + b`` and the STAC-R factors of ``x`` that backward uses instead of ``x``.
+
+    Parameters
+    ----------
+    x : Tensor (n, d), float32 / bfloat16 / float16
+        The Linear's input, flattened over leading dimensions.
+    weight : Tensor (m, d), same dtype and device as ``x``
+    bias : Tensor (m,) or None
+    u : Tensor (d, r), float32
+        Orthonormal basis (the identity for the exact mode).
+    xu : Tensor (n, r) float32 or None
+        ``x·u`` when already computed (by the basis refresh on this batch); computed here otherwise.
+    coef, block, k, bits, stochastic, seed
+        Storage format, see :func:`thrifty.compress._kernels.compress`.
+
+    Returns
+    -------
+    ``(y, c, c_scale, vals, idx, scales)``: ``y`` (n, m) in ``x``'s dtype and the packed factors.
+    """
+    y = F.linear(x, weight, bias)
+    c, c_scale, vals, idx, scales = _kernels.compress(
+        x, u, coef=coef, block=block, k=k, bits=bits, stochastic=stochastic, seed=seed, xu=xu
+    )
+    return y, c, c_scale, vals, idx, scales
+
+
+@stac_linear.register_fake
+def _stac_linear_fake(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    u: Tensor,
+    xu: Tensor | None,
+    coef: str,
+    block: int,
+    k: int,
+    bits: int,
+    stochastic: bool,
+    seed: int,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    if x.dim() != 2 or weight.dim() != 2 or weight.shape[1] != x.shape[1]:
+        raise ValueError(f"x: expected shape (n, {weight.shape[-1]}), got {tuple(x.shape)}")
+    y = x.new_empty((x.shape[0], weight.shape[0]))
+    c, c_scale, vals, idx, scales = _kernels.compress(  # shapes do not depend on the rounding key
+        x, u, coef=coef, block=block, k=k, bits=bits, stochastic=stochastic, seed=0, xu=xu
+    )
+    return y, c, c_scale, vals, idx, scales
+
+
+def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, ...]) -> None:
+    x, weight, bias, u, _xu, _coef, block, _k, bits, _stochastic, _seed = inputs
+    _y, c, c_scale, vals, idx, scales = output
+    ctx.save_for_backward(weight, u, c, c_scale, vals, idx, scales)  # the factors, never x
+    ctx.d = x.shape[1]
+    ctx.block = block
+    ctx.bits = bits
+    ctx.bias_dtype = None if bias is None else bias.dtype
+    ctx.mark_non_differentiable(c, c_scale, vals, idx, scales)
+
+
+def _backward(ctx: Any, grad_y: Tensor, *_unused: Any) -> tuple[Tensor | None, ...]:
+    weight, u, c, c_scale, vals, idx, scales = ctx.saved_tensors
+    grad_x = grad_w = grad_b = None
+    with torch.autocast(grad_y.device.type, enabled=False):  # a CPU backward may run inside the user's autocast
+        if ctx.needs_input_grad[0]:
+            grad_x = grad_y.mm(weight.to(grad_y.dtype))
+        if ctx.needs_input_grad[1]:
+            gw = _kernels.grad_weight(
+                grad_y, u, c, c_scale, vals, idx, scales, d=ctx.d, block=ctx.block, bits=ctx.bits
+            )
+            grad_w = gw.to(weight.dtype)
+        if ctx.bias_dtype is not None and ctx.needs_input_grad[2]:
+            grad_b = grad_y.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
+    return grad_x, grad_w, grad_b, None, None, None, None, None, None, None, None
+
+
+stac_linear.register_autograd(_backward, setup_context=_setup_context)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the module
+
+
+def _in_backward() -> bool:
+    """True while autograd runs a backward pass (a checkpointed forward being recomputed)."""
+    task_id = getattr(torch._C, "_current_graph_task_id", None)
+    return task_id is not None and int(task_id()) != -1
+
+
+@dataclass
+class LayerState:
+    """What the last forward/backward of one :class:`CompressedLinear` measured (read by the report).
+
+    Attributes
+    ----------
+    step : int
+        Forward passes seen (recomputations inside backward are not counted).
+    rows : int
+        Rows ``n`` of the last batch (the input flattened over leading dimensions).
+    stored_bytes : int
+        Bytes of the saved factors of the last batch (coefficients, scales, packed residual).
+    dense_bytes : int
+        Bytes the dense input of the last batch would have taken (``n·d·itemsize``).
+    eps, cos_sample, captured_energy, rel_error : float
+        From the last monitored step, on ``monitor_rows`` sampled rows: ``ε = ‖G_sᵀE_s‖/‖G_sᵀX_s‖``, the
+        measured cosine between ``G_sᵀX̂_s`` and ``G_sᵀX_s``, ``‖X_s U‖²/‖X_s‖²`` and ``‖E_s‖/‖X_s‖``
+        (NaN until measured).
+    eps_step : int
+        Step at which ``eps`` was measured (-1: never).
+    """
+
+    step: int = 0
+    rows: int = 0
+    stored_bytes: int = 0
+    dense_bytes: int = 0
+    eps: float = math.nan
+    cos_sample: float = math.nan
+    captured_energy: float = math.nan
+    rel_error: float = math.nan
+    eps_step: int = -1
+
+
+class CompressedLinear(nn.Module):
+    """A drop-in ``nn.Linear`` that saves its input for backward as STAC-R factors.
+
+    Parameters
+    ----------
+    linear : torch.nn.Linear
+        The layer to wrap. Its ``weight`` and ``bias`` Parameters are held as they are (the same objects),
+        so optimizers, ``state_dict`` keys and weight tying keep working.
+    ratio : float > 1, default=8
+        Target stored-bytes ratio: dense input bytes / stored bytes. The codec spends the budget on rank,
+        coefficient precision and residual from the spectrum of the first batch.
+    rank, residual_density, residual_bits, coef_dtype, refresh_every : optional
+        Expert overrides of the plan: basis rank (1 <= rank < in_features), kept share of residual entries
+        per block in (0, 1], residual bits (4 or 8), coefficient format ("fp32", "bf16", "int8"), steps
+        between basis refreshes (>= 1).
+    exact : bool, default=False
+        Keep the whole activation through the same path (``U = I``, fp32 coefficients, no residual): the
+        gradients equal the uncompressed layer's.
+    stochastic : bool, default=False
+        Stochastic rounding of the residual values (unbiased; a counter-based generator keyed by
+        ``(seed, step, layer_index)``, so runs are reproducible and a checkpointed recomputation rounds alike).
+    seed : int, default=0
+        Seeds stochastic rounding and the monitor's row sampling (with ``layer_index``).
+    layer_index : int, default=0
+        Index of the layer in its model (part of the rounding key).
+
+    Attributes
+    ----------
+    weight, bias : Parameter
+        The wrapped layer's parameters.
+    codec : LayerCodec
+        Basis, plan and refresh policy.
+    monitor_rows : int, default=32
+        Rows sampled for the gradient-error estimate (0 turns the monitor off).
+    monitor_every : int, default=1
+        Monitor every this many steps.
+    state : LayerState
+        What the last step measured.
+
+    Notes
+    -----
+    Input: any shape ``(..., in_features)``, float32 / bfloat16 / float16 on the weight's device; under
+    ``torch.autocast`` the layer computes in the autocast dtype like ``nn.Linear``. Raises TypeError for a
+    non-float input and ValueError for a wrong last dimension or an input on another device than the weight.
+    Under ``torch.compile`` the op is traced (fake registrations); the host-side policy (planning, refresh,
+    accounting, the monitor) runs eagerly around it, a graph break on each side (so no ``fullgraph=True``).
+    The ``state_dict`` holds only ``weight`` and ``bias`` (the keys of the wrapped Linear); the basis and
+    the plan are rebuilt from the first batch after loading.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from thrifty.compress import CompressedLinear
+    >>> _ = torch.manual_seed(0)
+    >>> lin = torch.nn.Linear(64, 32)
+    >>> layer = CompressedLinear(lin, exact=True)
+    >>> x = torch.randn(4, 10, 64)
+    >>> layer(x).sum().backward()
+    >>> ref = x.reshape(-1, 64).t() @ torch.ones(40, 32)
+    >>> bool(torch.allclose(lin.weight.grad, ref.t(), atol=1e-5))
+    True
+    >>> layer.weight is lin.weight
+    True
+    """
+
+    in_features: int
+    out_features: int
+
+    def __init__(
+        self,
+        linear: nn.Linear,
+        ratio: float = 8.0,
+        *,
+        rank: int | None = None,
+        residual_density: float | None = None,
+        residual_bits: int | None = None,
+        coef_dtype: str | None = None,
+        refresh_every: int | None = None,
+        exact: bool = False,
+        stochastic: bool = False,
+        seed: int = 0,
+        layer_index: int = 0,
+        name: str = "linear",
+    ) -> None:
+        super().__init__()
+        _checks.check_linear(name, linear)
+        where = "" if name == "linear" else f" (layer {name!r})"
+        d = linear.in_features
+        overrides: dict[str, Any] = {
+            "rank": _checks.check_rank(rank, d, where),
+            "residual_density": _checks.check_density(residual_density, where),
+            "residual_bits": _checks.check_bits(residual_bits, where),
+            "coef_dtype": _checks.check_coef_dtype(coef_dtype, where),
+            "refresh_every": _checks.check_refresh_every(refresh_every, where),
+        }
+        overrides = {key: value for key, value in overrides.items() if value is not None}
+        ratio_value = _checks.check_ratio(ratio)
+        self.exact = _checks.check_bool("exact", exact)
+        self.stochastic = _checks.check_bool("stochastic", stochastic)
+        self.seed = _checks.check_seed(seed)
+        if isinstance(layer_index, bool) or not isinstance(layer_index, int) or layer_index < 0:
+            raise ValueError(f"layer_index: expected an int >= 0, got {layer_index!r}")
+        if self.exact and overrides:
+            raise ValueError(f"exact: cannot be combined with {', '.join(sorted(overrides))}{where}")
+        self.in_features = d
+        self.out_features = linear.out_features
+        self.weight = linear.weight
+        self.bias = linear.bias
+        self.ratio = ratio_value
+        self.overrides = overrides
+        self.layer_index = layer_index
+        codec_overrides: dict[str, Any] = {_CODEC_KEYS[key]: value for key, value in overrides.items()}
+        if self.stochastic and not self.exact:
+            codec_overrides["stochastic"] = True
+        self.codec = LayerCodec(
+            d, None, None if self.exact else ratio_value, seed=self.seed, layer_index=layer_index,
+            overrides=codec_overrides, exact=self.exact,
+        )  # fmt: skip
+        self.monitor_rows = 32
+        self.monitor_every = 1
+        self.state = LayerState()
+        self._sampler = torch.Generator().manual_seed(self.seed * 1_000_003 + layer_index)
+
+    def extra_repr(self) -> str:
+        mode = "exact" if self.exact else f"ratio={self.ratio:g}"
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, {mode}"
+
+    @property
+    def config(self) -> LayerConfig | None:
+        """The codec's current plan (None before the first forward in budget mode)."""
+        cfg: LayerConfig | None = self.codec.config
+        return cfg
+
+    def to_linear(self) -> nn.Linear:
+        """A plain ``nn.Linear`` holding this layer's parameters (the same Parameter objects)."""
+        lin = nn.Linear(self.in_features, self.out_features, bias=self.bias is not None, device="meta")
+        lin.weight = self.weight
+        lin.bias = self.bias
+        return lin
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``y = x·Wᵀ + b`` for ``x`` (..., in_features); returns (..., out_features)."""
+        _checks.check_input(x, self.weight)
+        lead = x.shape[:-1]
+        x2d = x.reshape(-1, self.in_features)
+        weight: Tensor = self.weight
+        bias: Tensor | None = self.bias
+        dev = x.device.type
+        if torch.is_autocast_enabled(dev):
+            dt = torch.get_autocast_dtype(dev)
+            x2d, weight = x2d.to(dt), weight.to(dt)
+            bias = None if bias is None else bias.to(dt)
+        elif x.dtype != weight.dtype:
+            raise TypeError(
+                f"x: dtype {_checks.dtype_name(x.dtype)} does not match the layer's weight dtype "
+                f"{_checks.dtype_name(weight.dtype)} (cast the input or use torch.autocast)"
+            )
+        if x2d.shape[0] == 0 or not (torch.is_grad_enabled() and weight.requires_grad):
+            # nothing to compress: no rows, or no weight gradient (inference, frozen weight) - which is the only
+            # consumer of the saved input; the policy (steps, refreshes) does not advance either
+            return F.linear(x2d, weight, bias).reshape(*lead, self.out_features)
+        with torch.autocast(dev, enabled=False):  # the basis, planning and factors stay in fp32
+            u, xu, seed = self._prepare(x2d.detach())
+            cfg = self.codec.config  # read here, not returned: torch.compile keeps these ints static
+            assert cfg is not None
+            out: tuple[Tensor, ...] = stac_linear(x2d, weight, bias, u, xu, cfg.coef, cfg.block, cfg.k, cfg.bits, cfg.stochastic, seed)
+        y2d = out[0]
+        self._observe(x2d.detach(), u, out, cfg)  # eager even under torch.compile (a graph break)
+        return y2d.reshape(*lead, self.out_features)
+
+    @torch.compiler.disable  # type: ignore[untyped-decorator]
+    def _prepare(self, x2d: Tensor) -> tuple[Tensor, Tensor | None, int]:
+        """Basis, reusable projection ``x·u`` and rounding key for this batch.
+
+        Host-side policy (planning, refresh schedule, step counting): runs eagerly even under torch.compile.
+        A forward rerun inside backward (``torch.utils.checkpoint``) reuses the current basis without
+        counting a step or refreshing, so the recomputed factors use the same basis and rounding key.
+        """
+        codec = self.codec
+        recompute = _in_backward()
+        u = codec.basis_for(x2d, advance=not recompute)
+        xu = codec.projection_for(x2d, u)  # X·U_new from this batch's refresh: saves the encoder's GEMM
+        if not recompute:
+            self.state.step += 1
+        seed = codec.rounding_seed() if codec.stochastic else 0
+        return u, xu, seed
+
+    @torch.compiler.disable  # type: ignore[untyped-decorator]
+    def _observe(self, x2d: Tensor, u: Tensor, out: tuple[Tensor, ...], cfg: LayerConfig) -> None:
+        """Byte accounting and, when due, the gradient-error monitor (eager, skipped in recomputations)."""
+        if _in_backward():
+            return
+        self._account(x2d, out)
+        if out[0].requires_grad and self._monitor_due():
+            self._monitor(x2d, u, out, cfg)
+
+    def _account(self, x2d: Tensor, out: tuple[Tensor, ...]) -> None:
+        st = self.state
+        st.rows = int(x2d.shape[0])
+        st.dense_bytes = st.rows * self.in_features * x2d.element_size()
+        st.stored_bytes = sum(int(t.numel()) * t.element_size() for t in out[1:])
+
+    def _monitor_due(self) -> bool:
+        return self.monitor_rows > 0 and self.monitor_every > 0 and (self.state.step - 1) % self.monitor_every == 0
+
+    def _monitor(self, x2d: Tensor, u: Tensor, out: tuple[Tensor, ...], cfg: LayerConfig) -> None:
+        """Keep ``s`` sampled rows of X and E = X − X̂; measure ε on them when the output's gradient arrives."""
+        n, d = x2d.shape
+        s = min(self.monitor_rows, n)
+        rows = torch.randperm(n, generator=self._sampler)[:s].to(x2d.device)
+        _y, c, c_scale, vals, idx, scales = out
+        dev = x2d.device.type
+        with torch.no_grad(), torch.autocast(dev, enabled=False):
+            xs = x2d.index_select(0, rows).to(torch.float32)
+            cs = c_scale.index_select(0, rows) if c_scale.numel() else c_scale
+            xhat = _kernels.decompress(
+                u, c.index_select(0, rows), cs, vals.index_select(0, rows), idx.index_select(0, rows),
+                scales.index_select(0, rows), d=d, block=cfg.block, bits=cfg.bits,
+            )  # fmt: skip
+            es = xs - xhat
+            total = torch.linalg.vector_norm(xs)
+            captured = torch.linalg.vector_norm(xs @ u) ** 2 / torch.clamp(total**2, min=1e-30)
+            rel = torch.linalg.vector_norm(es) / torch.clamp(total, min=1e-30)
+        state = self.state
+        step = state.step
+        both = torch.cat([xs, es], dim=1).to(torch.float64)
+
+        def hook(grad: Tensor) -> None:
+            with torch.no_grad(), torch.autocast(dev, enabled=False):
+                gs = grad.detach().index_select(0, rows).to(torch.float64)
+                prod = gs.t() @ both  # one small GEMM: [G_sᵀX_s | G_sᵀE_s] (float64: ε and cos to ~1e-15)
+                g, delta = prod[:, :d], prod[:, d:]
+                gnorm = float(torch.linalg.vector_norm(g))
+                ghat = g - delta
+                if gnorm > 0.0:
+                    state.eps = float(torch.linalg.vector_norm(delta)) / gnorm
+                    hn = float(torch.linalg.vector_norm(ghat))
+                    state.cos_sample = float((ghat * g).sum()) / (hn * gnorm) if hn > 0 else 0.0
+                else:
+                    state.eps, state.cos_sample = 0.0, 1.0
+                state.captured_energy = float(captured)
+                state.rel_error = float(rel)
+                state.eps_step = step
+
+        out[0].register_hook(hook)  # type: ignore[no-untyped-call]
+

@@ -1,0 +1,225 @@
+"""`stac_r` wraps the selected ``nn.Linear`` layers of a model in :class:`CompressedLinear`; `unwrap` undoes it."""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from torch import nn
+
+from thrifty.compress import _checks
+from thrifty.compress._linear import CompressedLinear
+
+__all__ = ["stac_r", "unwrap"]
+
+M = TypeVar("M", bound=nn.Module)
+LayerSelector = str | Iterable[str] | Callable[[str, nn.Module], bool] | None
+PerLayer = Any  # a value for every selected layer, or a Mapping from layer names/patterns to values
+
+_EXPERT = ("rank", "residual_density", "residual_bits", "coef_dtype", "refresh_every")
+
+
+def stac_r(
+    model: M,
+    ratio: float = 8,
+    layers: LayerSelector = None,
+    *,
+    rank: PerLayer = None,
+    residual_density: PerLayer = None,
+    residual_bits: PerLayer = None,
+    coef_dtype: PerLayer = None,
+    refresh_every: PerLayer = None,
+    exact: bool = False,
+    stochastic: bool = False,
+    inplace: bool = False,
+    seed: int = 0,
+) -> M:
+    """Compress the saved inputs of a model's Linear layers with STAC-R.
+
+    Every selected ``nn.Linear`` becomes a :class:`CompressedLinear` holding the same Parameters: its
+    forward is unchanged, its backward computes the weight gradient from a tracked low-rank projection plus
+    a sparse quantized residual of the input instead of the input itself.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model. Not modified unless ``inplace=True``.
+    ratio : float > 1, default=8
+        Target stored-bytes ratio per layer (dense input bytes / stored bytes). Each layer plans rank,
+        coefficient precision and residual from the spectrum of its first batch.
+    layers : None, str, iterable of str, or callable(name, module) -> bool, default=None
+        Which layers: None = every ``nn.Linear`` (except the output projection inside
+        ``nn.MultiheadAttention``, whose forward is never called); names or ``fnmatch`` glob patterns
+        (``"blocks.*.mlp.*"``) of modules; or a predicate. Every name/pattern must match something and
+        every selected module must be an ``nn.Linear``.
+    rank, residual_density, residual_bits, coef_dtype, refresh_every : value or dict, optional
+        Expert overrides (see :class:`CompressedLinear`), for all layers or per layer as a dict from module
+        names or glob patterns to values (the first matching key wins; layers without a match are planned
+        from the budget). ``rank`` must be smaller than the layer's ``in_features``.
+    exact : bool, default=False
+        Keep the whole activation through the same code path (identity basis, fp32 coefficients, no
+        residual): gradients equal the uncompressed model's. For testing the machinery, not for saving memory.
+    stochastic : bool, default=False
+        Stochastic (unbiased) rounding of the residual values, reproducible: keyed by (seed, step, layer).
+    inplace : bool, default=False
+        Modify ``model`` itself instead of a deep copy.
+    seed : int, default=0
+        Seeds stochastic rounding and the gradient monitor's row sampling.
+
+    Returns
+    -------
+    The wrapped model (``model`` itself if ``inplace=True``, else a deep copy). Wrap before handing the
+    model to ``DistributedDataParallel`` or ``torch.compile``. A layer shared by several parents is
+    wrapped once and replaced everywhere.
+
+    Raises
+    ------
+    TypeError
+        ``model`` is not an ``nn.Module``; wrong argument types; a selected module is not an ``nn.Linear``
+        (or is already compressed); a selected layer's weight is not float32, bfloat16 or float16.
+    ValueError
+        A name or pattern matches nothing; ``rank >= in_features``;
+        ``residual_density`` outside (0, 1]; ``residual_bits`` not 4 or 8; unknown ``coef_dtype``; ``ratio <= 1``;
+        a layer's parameters on different devices. Nothing is modified when an error is raised.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from thrifty.compress import stac_r, unwrap, CompressedLinear
+    >>> model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 8))
+    >>> small = stac_r(model, ratio=8, layers="0")
+    >>> isinstance(small[0], CompressedLinear), isinstance(model[0], CompressedLinear)
+    (True, False)
+    >>> small(torch.randn(32, 64)).square().mean().backward()
+    >>> type(unwrap(small)[0]).__name__
+    'Linear'
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    ratio_value = _checks.check_ratio(ratio)
+    _checks.check_bool("exact", exact)
+    _checks.check_bool("stochastic", stochastic)
+    _checks.check_bool("inplace", inplace)
+    seed_value = _checks.check_seed(seed)
+    names = _select(model, layers)
+    expert = {"rank": rank, "residual_density": residual_density, "residual_bits": residual_bits,
+              "coef_dtype": coef_dtype, "refresh_every": refresh_every}  # fmt: skip
+    per_layer = {key: _resolve(key, value, names) for key, value in expert.items()}
+    modules = dict(model.named_modules())
+    # build every wrapper on the original layers first: all checks run before anything is modified
+    for i, name in enumerate(names):
+        kwargs = {key: per_layer[key][name] for key in _EXPERT}
+        CompressedLinear(modules[name], ratio_value, exact=exact, stochastic=stochastic, seed=seed_value,
+                         layer_index=i, name=name, **kwargs)  # fmt: skip
+    target = model if inplace else copy.deepcopy(model)
+    target_modules = dict(target.named_modules())
+    for i, name in enumerate(names):
+        kwargs = {key: per_layer[key][name] for key in _EXPERT}
+        layer = target_modules[name]
+        assert isinstance(layer, nn.Linear)
+        wrapped = CompressedLinear(layer, ratio_value, exact=exact, stochastic=stochastic, seed=seed_value,
+                                   layer_index=i, name=name, **kwargs)  # fmt: skip
+        wrapped.train(layer.training)
+        _replace(target, layer, wrapped)
+    return target
+
+
+def unwrap(model: M, *, inplace: bool = False) -> M:
+    """Replace every :class:`CompressedLinear` by a plain ``nn.Linear`` holding the same Parameters.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A model returned by :func:`stac_r` (a bare ``CompressedLinear`` is returned as an ``nn.Linear``).
+    inplace : bool, default=False
+        Modify ``model`` itself instead of a deep copy.
+
+    Returns
+    -------
+    The model without compressed layers (its ``state_dict`` has the same keys and values).
+
+    Raises
+    ------
+    TypeError
+        ``model`` is not an ``nn.Module``.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    _checks.check_bool("inplace", inplace)
+    target = model if inplace else copy.deepcopy(model)
+    if isinstance(target, CompressedLinear):
+        lin = target.to_linear()
+        lin.train(target.training)
+        return lin  # type: ignore[return-value]
+    for module in list(target.modules()):
+        if isinstance(module, CompressedLinear):
+            lin = module.to_linear()
+            lin.train(module.training)
+            _replace(target, module, lin)
+    return target
+
+
+def _select(model: nn.Module, layers: LayerSelector) -> list[str]:
+    """Names of the modules to wrap, in ``named_modules`` order; every selected one checked."""
+    modules = dict(model.named_modules())
+    if layers is None:
+        skip = {f"{n}.out_proj" if n else "out_proj" for n, m in modules.items() if isinstance(m, nn.MultiheadAttention)}
+        names = [n for n, m in modules.items() if isinstance(m, nn.Linear) and n not in skip and n != ""]
+        if not names:
+            raise ValueError("layers: the model has no torch.nn.Linear layer to compress")
+    elif callable(layers):
+        names = [n for n, m in modules.items() if n != "" and layers(n, m)]
+        if not names:
+            raise ValueError("layers: the predicate selected no module")
+    else:
+        patterns = [layers] if isinstance(layers, str) else list(layers) if isinstance(layers, Iterable) else []
+        if not patterns or not all(isinstance(p, str) for p in patterns):
+            raise TypeError("layers: expected None, a name/pattern, a list of names/patterns or a predicate")
+        chosen: set[str] = set()
+        for pattern in patterns:
+            hits = [n for n in modules if n != "" and fnmatch.fnmatchcase(n, pattern)]
+            if not hits:
+                raise ValueError(f"layers: {pattern!r} matches no module of the model")
+            chosen.update(hits)
+        names = [n for n in modules if n in chosen]
+    for n in names:
+        module = modules[n]
+        if isinstance(module, CompressedLinear):
+            raise TypeError(f"layers: {n!r} is already a CompressedLinear")
+        _checks.check_linear(n, module)
+        parent = n.rpartition(".")[0]
+        if n.endswith("out_proj") and isinstance(modules.get(parent), nn.MultiheadAttention):
+            raise ValueError(
+                f"layers: {n!r} is the output projection of an nn.MultiheadAttention, which uses its weight "
+                "without calling its forward; it cannot be compressed"
+            )
+    return names
+
+
+def _resolve(key: str, value: PerLayer, names: list[str]) -> dict[str, Any]:
+    """Per-layer values of one expert option: a scalar for all, or a dict of names/patterns -> value."""
+    if not isinstance(value, Mapping):
+        return {n: value for n in names}
+    out: dict[str, Any] = {n: None for n in names}
+    for pattern in value:
+        if not isinstance(pattern, str):
+            raise TypeError(f"{key}: dict keys must be layer names or patterns, got {type(pattern).__name__}")
+        if not any(fnmatch.fnmatchcase(n, pattern) for n in names):
+            raise ValueError(f"{key}: {pattern!r} matches none of the selected layers")
+    for n in names:
+        for pattern, v in value.items():
+            if fnmatch.fnmatchcase(n, pattern):
+                out[n] = v
+                break
+    return out
+
+
+def _replace(root: nn.Module, old: nn.Module, new: nn.Module) -> None:
+    """Put ``new`` wherever ``old`` is a child (a module shared by several parents is replaced in all)."""
+    for parent in list(root.modules()):
+        for child_name, child in list(parent._modules.items()):  # named_children() skips repeats
+            if child is old:
+                setattr(parent, child_name, new)
+
