@@ -24,6 +24,11 @@
        train_offsets = as.double(c(0, cumsum(lengths(splits)))))
 }
 
+.all_reasons <- function(r) {
+  c(.gate_reasons(r), if (length(.gate_reasons(r)) == 0)
+    "the Nadeau-Bengio correction assumes split statistics correlated about 1/2 under the null, which holds for PLS1 with one component, n_eff >= 60 and stable rank >= 8 only")
+}
+
 .gate_reasons <- function(r) {
   c(if (r$gate_n_eff < 25) sprintf("effective n = %.3g < 25", r$gate_n_eff),
     if (r$gate_stable_rank < 3) sprintf("stable rank = %.3g < 3", r$gate_stable_rank),
@@ -39,7 +44,10 @@
 #' splits and uses the Nadeau-Bengio corrected t with J - 1 degrees of freedom (one-sided); a
 #' pre-run gate reroutes it to the permutation test (same splits, y permuted \code{n_perm} times)
 #' when the asymptotics are not trusted (effective n < 25, stable rank < 3 or at most 4 columns),
-#' with a warning, unless \code{force = TRUE}. Baselines: pooled K-fold Q2 or mean fold R2 with
+#' with a warning, unless \code{force = TRUE}. As in Python, \code{method = "auto"} also runs the
+#' permutation test, silently, where the NB test is not calibrated: other learners than PLS, PLS
+#' with \code{ncomp} > 1 or a multi-column y, effective n < 60, stable rank in [3, 8)
+#' (\code{method = "nb"} warns then). Baselines: pooled K-fold Q2 or mean fold R2 with
 #' permuted y, and the jackknife of the PLS coefficients (R \code{pls::jack.test}).
 #'
 #' For the same \code{seed} the p-value, the per-split correlations and the splits are identical
@@ -127,9 +135,12 @@ subspace_test <- function(x, y, ncomp = 1L, learner = "pls",
 
 .as_htest <- function(r, opts, dname, n) {
   method <- as.integer(r$method)
-  if (r$gate_rerouted == 1) {
+  # As Python: a design rule of the gate warns when it reroutes; the learner rule (NB calibrated
+  # for PLS1 with one component, n_eff >= 60, stable rank >= 8 only) reroutes method = "auto"
+  # silently and warns when "nb" was asked for.
+  if (r$gate_rerouted == 1 && (length(.gate_reasons(r)) > 0 || opts$method == 1)) {
     warning(sprintf("NB-asymptotic approximation not trusted for this design (%s): running the NB-permutation test instead (force = TRUE overrides)",
-                    paste(.gate_reasons(r), collapse = "; ")), call. = FALSE)
+                    paste(.all_reasons(r), collapse = "; ")), call. = FALSE)
   }
   if (r$n_constant_columns > 0) {
     warning(sprintf("x has %d constant column(s); they are dropped from every fit",

@@ -91,10 +91,11 @@
 // A fixed basis (`options.basis`, p × basis_cols) applied to X centred by the train mean.
 #define THRIFTY_LEARNER_BASIS 3
 
-// NB-asymptotic, rerouted to NB-permutation when the gate fires (unless `force`).
+// NB-asymptotic where it is calibrated (PLS learner, one component, Kish n_eff ≥ 60, stable rank
+// of standardised X not in [3, 8), design gate passed), NB-permutation otherwise (unless `force`).
 #define THRIFTY_METHOD_AUTO 0
 
-// NB-asymptotic (same gate rule as AUTO).
+// NB-asymptotic (same routing rule as AUTO; `gate_rerouted` says it was rerouted).
 #define THRIFTY_METHOD_NB 1
 
 // NB-permutation: the same splits, y permuted `n_perm` times.
@@ -300,7 +301,8 @@ int32_t thrifty_selftest_panic(void);
 void thrifty_ragged_free(struct ThriftyRagged *r);
 
 // Orthonormal basis Q (n × r) of the column space of `features` (n × p), r ≤ p the numerical
-// rank (singular values below `rtol`·σ_max dropped; `rtol` ≤ 0 means the default 1e-6).
+// rank (singular values below `rtol`·σ_max of the column-equilibrated matrix dropped, as the
+// Python default `equilibrate=True`; `rtol` ≤ 0 means the default 1e-6).
 // `q_out` must hold n × p values; its first n × r are written (in `layout`, leading dimension n
 // for column-major). (`thrifty.dpp.orthonormalize`)
 int32_t thrifty_dpp_orthonormalize(const double *features,
@@ -312,8 +314,9 @@ int32_t thrifty_dpp_orthonormalize(const double *features,
                                    uintptr_t *rank_out);
 
 // `count` exact samples of the projection DPP K = UUᵀ, `u` n × p with orthonormal columns
-// (checked to 1e-6 when `check` ≠ 0). Every sample has exactly p items: `samples_out` holds
-// count × p indices, sample s at `samples_out[s*p .. (s+1)*p]` (in order of selection).
+// (checked to 1e-6 when `check` ≠ 0: exactly when n·p² ≤ 2e6, else by 2 random probes). Every
+// sample has exactly p items: `samples_out` holds count × p indices, sample s at
+// `samples_out[s*p .. (s+1)*p]` (in order of selection).
 // `leverage_out` (n, or NULL) receives K_ii. (`thrifty.dpp.ProjectionDPP(U).sample_many`)
 int32_t thrifty_dpp_projection_sample(const double *u,
                                       uintptr_t n,

@@ -8,13 +8,13 @@ use thrifty_core::dpp::ensemble::Spectrum;
 use thrifty_core::dpp::greedy::{self, Check};
 use thrifty_core::dpp::kernels::{self, Split, Stratified};
 use thrifty_core::dpp::ortho;
-use thrifty_core::dpp::projection::{Method, Projection};
+use thrifty_core::dpp::projection::{Method, OrthoCheck, Projection};
 use thrifty_core::dpp::PivotPath;
 use thrifty_core::threads::with_threads;
 
 use crate::{
     fill_ragged, guard, matrix, opt_slice, out, put, size2, symmetric, threads, write_matrix, Fail,
-    Res, ThriftyRagged,
+    Res, ThriftyRagged, NEVER,
 };
 
 /// Projection sampler: accept/reject proposals from the leverage scores (the default).
@@ -60,7 +60,8 @@ fn positive(v: usize, arg: &str) -> Res<()> {
 }
 
 /// Orthonormal basis Q (n × r) of the column space of `features` (n × p), r ≤ p the numerical
-/// rank (singular values below `rtol`·σ_max dropped; `rtol` ≤ 0 means the default 1e-6).
+/// rank (singular values below `rtol`·σ_max of the column-equilibrated matrix dropped, as the
+/// Python default `equilibrate=True`; `rtol` ≤ 0 means the default 1e-6).
 /// `q_out` must hold n × p values; its first n × r are written (in `layout`, leading dimension n
 /// for column-major). (`thrifty.dpp.orthonormalize`)
 #[no_mangle]
@@ -80,21 +81,40 @@ pub unsafe extern "C" fn thrifty_dpp_orthonormalize(
             return Err(Fail::null("rank_out"));
         }
         let tol = if rtol <= 0.0 { 1e-6 } else { rtol };
-        let (q, r) = ortho::orthonormalize(&f[..], n, p, tol)?;
+        // As thrifty.dpp.orthonormalize: columns equilibrated before the rank decision.
+        let (q, r) = ortho::orthonormalize(&f[..], n, p, tol, true, &NEVER)?;
         write_matrix(q_buf, &q, n, r, layout);
         put(rank_out, r, "rank_out")
     })
 }
 
-fn write_rows(dst: &mut [i64], rows: &[Vec<usize>]) {
-    for (o, v) in dst.iter_mut().zip(rows.iter().flatten()) {
+fn write_flat(dst: &mut [i64], flat: &[usize]) {
+    for (o, v) in dst.iter_mut().zip(flat) {
         *o = *v as i64;
     }
 }
 
+/// The orthonormality check of `thrifty.dpp.ProjectionDPP(U, check=True)`: exact (to 1e-6) when
+/// n·p² ≤ 2e6, else randomized with 2 probes (their seed drawn from `seed`; the check's outcome,
+/// not the samples, depends on it).
+fn ortho_check(on: bool, n: usize, p: usize, seed: u64) -> OrthoCheck {
+    if !on {
+        OrthoCheck::Skip
+    } else if (n as f64) * (p as f64) * (p as f64) <= 2_000_000.0 {
+        OrthoCheck::Exact { tol: 1e-6 }
+    } else {
+        OrthoCheck::Randomized {
+            tol: 1e-6,
+            probes: 2,
+            seed,
+        }
+    }
+}
+
 /// `count` exact samples of the projection DPP K = UUᵀ, `u` n × p with orthonormal columns
-/// (checked to 1e-6 when `check` ≠ 0). Every sample has exactly p items: `samples_out` holds
-/// count × p indices, sample s at `samples_out[s*p .. (s+1)*p]` (in order of selection).
+/// (checked to 1e-6 when `check` ≠ 0: exactly when n·p² ≤ 2e6, else by 2 random probes). Every
+/// sample has exactly p items: `samples_out` holds count × p indices, sample s at
+/// `samples_out[s*p .. (s+1)*p]` (in order of selection).
 /// `leverage_out` (n, or NULL) receives K_ii. (`thrifty.dpp.ProjectionDPP(U).sample_many`)
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
@@ -116,11 +136,11 @@ pub unsafe extern "C" fn thrifty_dpp_projection_sample(
         let m = self::method(method)?;
         positive(count, "count")?;
         let dst = out(samples_out, size2("samples_out", count, p)?, "samples_out")?;
-        let proj = Projection::new(&us[..], n, p, (check != 0).then_some(1e-6))?;
-        let rows = with_threads(threads(n_threads), || {
-            proj.sample_range(&us[..], 0, count, m, seed)
+        let proj = Projection::new(&us[..], n, p, ortho_check(check != 0, n, p, seed))?;
+        let flat = with_threads(threads(n_threads), || {
+            proj.sample_range(&us[..], 0, count, m, seed, &NEVER)
         })??;
-        write_rows(dst, &rows);
+        write_flat(dst, &flat);
         if !leverage_out.is_null() {
             out(leverage_out, n, "leverage_out")?.copy_from_slice(&proj.leverage);
         }
@@ -136,7 +156,11 @@ unsafe fn spectrum(
     layout: i32,
 ) -> Res<Spectrum> {
     match (l.is_null(), features.is_null()) {
-        (false, true) => Ok(Spectrum::from_kernel(symmetric(l, n, layout, "l")?, n)?),
+        (false, true) => Ok(Spectrum::from_kernel(
+            symmetric(l, n, layout, "l")?,
+            n,
+            f64::EPSILON,
+        )?),
         (true, false) => {
             let f = matrix(features, n, d, layout, "features")?;
             Ok(Spectrum::from_features(&f[..], n, d)?)
@@ -172,7 +196,9 @@ pub unsafe extern "C" fn thrifty_dpp_lensemble_sample(
         }
         positive(count, "count")?;
         let spec = spectrum(l, features, n, d, layout)?;
-        let rows = with_threads(threads(n_threads), || spec.sample_many(0, count, seed))??;
+        let rows = with_threads(threads(n_threads), || {
+            spec.sample_many(0, count, seed, &NEVER)
+        })??;
         if !inclusion_out.is_null() {
             out(inclusion_out, n, "inclusion_out")?.copy_from_slice(&spec.inclusion());
         }
@@ -202,8 +228,10 @@ pub unsafe extern "C" fn thrifty_dpp_kdpp_sample(
         positive(count, "count")?;
         let dst = out(samples_out, size2("samples_out", count, k)?, "samples_out")?;
         let spec = spectrum(l, features, n, d, layout)?;
-        let rows = with_threads(threads(n_threads), || spec.sample_k_many(k, 0, count, seed))??;
-        write_rows(dst, &rows);
+        let flat = with_threads(threads(n_threads), || {
+            spec.sample_k_many(k, 0, count, seed, &NEVER)
+        })??;
+        write_flat(dst, &flat);
         Ok(())
     })
 }
@@ -373,7 +401,7 @@ fn coreset_draw(
             }
             let kd: Vec<f64> = (0..n).map(|i| kdiag[i] / tot[lab[i]]).collect();
             let strat = Stratified::new(&lab, used.len(), &kd)?;
-            let idx = strat.sample_range(0, 1, seed).pop().unwrap_or_default();
+            let idx = strat.sample_range(0, 1, seed, &NEVER)?;
             Ok((idx, kd))
         }
         THRIFTY_KERNEL_OPE | THRIFTY_KERNEL_DAUBECHIES => {
@@ -391,7 +419,7 @@ fn coreset_draw(
                     ));
                 }
                 let z = map_to_domain(x, n, d, domain, 0.0, 1.0)?;
-                kernels::daubechies_features(&z, n, d, m, o.order as usize, g)?
+                kernels::daubechies_features(&z, n, d, m, o.order as usize, g, &NEVER)?
             } else {
                 if !(o.jacobi_a > -1.0 && o.jacobi_b > -1.0) {
                     return Err(Fail::invalid(
@@ -403,15 +431,13 @@ fn coreset_draw(
                     ));
                 }
                 let z = map_to_domain(x, n, d, domain, -1.0, 1.0)?;
-                kernels::jacobi_features(&z, n, d, m, o.jacobi_a, o.jacobi_b, g)?
+                kernels::jacobi_features(&z, n, d, m, o.jacobi_a, o.jacobi_b, g, &NEVER)?
             };
-            // ProjectionDPP.from_features: orthonormalise (rtol 1e-6), no orthonormality check.
-            let (q, r) = ortho::orthonormalize(&feats, n, m, 1e-6)?;
-            let proj = Projection::new(&q, n, r, None)?;
-            let idx = proj
-                .sample_range(&q, 0, 1, Method::AcceptReject, seed)?
-                .pop()
-                .unwrap_or_default();
+            // ProjectionDPP.from_features: orthonormalise (rtol 1e-6, equilibrated), no
+            // orthonormality check.
+            let (q, r) = ortho::orthonormalize(&feats, n, m, 1e-6, true, &NEVER)?;
+            let proj = Projection::new(&q, n, r, OrthoCheck::Skip)?;
+            let idx = proj.sample_range(&q, 0, 1, Method::AcceptReject, seed, &NEVER)?;
             Ok((idx, proj.leverage))
         }
         other => Err(Fail::kind(
@@ -543,7 +569,7 @@ pub unsafe extern "C" fn thrifty_dpp_select_entropy(
         let mode = check_mode(check)?;
         let tol = check_tol(tol)?;
         positive(k, "k")?;
-        let path = greedy::entropy_kernel(c, n, k, tol, mode)?;
+        let path = greedy::entropy_kernel(c, n, k, tol, mode, &NEVER)?;
         write_path(&path, items_out, pivots_out, k, n_selected_out)
     })
 }
@@ -567,7 +593,7 @@ pub unsafe extern "C" fn thrifty_dpp_greedy_map(
         let f = matrix(features, n, d, layout, "features")?;
         let tol = check_tol(tol)?;
         positive(k, "k")?;
-        let path = greedy::entropy_factor(&f[..], n, d, k, tol)?;
+        let path = greedy::entropy_factor(&f[..], n, d, k, tol, &NEVER)?;
         write_path(&path, items_out, pivots_out, k, n_selected_out)
     })
 }
@@ -613,7 +639,7 @@ pub unsafe extern "C" fn thrifty_dpp_select_mutual_information(
             ));
         };
         let gains = out(gains_out, k, "gains_out")?;
-        let (path, g) = greedy::mutual_information(c, n, k, nz, check != 0)?;
+        let (path, g) = greedy::mutual_information(c, n, k, nz, check != 0, &NEVER)?;
         gains[..g.len()].copy_from_slice(&g);
         write_path(&path, items_out, pivots_out, k, n_selected_out)
     })

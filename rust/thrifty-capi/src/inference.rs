@@ -10,7 +10,7 @@ use thrifty_core::inference::{baselines, nb, perm, Data, Learner, Rotation, Rout
 use thrifty_core::threads::with_threads;
 use thrifty_core::ThriftyError;
 
-use crate::{guard, matrix, numpy_mean, opt_slice, out, put, slice, threads, Fail, Res};
+use crate::{guard, matrix, numpy_mean, numpy_sum, opt_slice, out, put, slice, threads, Fail, Res};
 
 /// PLS1 (NIPALS) directions.
 pub const THRIFTY_LEARNER_PLS: i64 = 0;
@@ -21,9 +21,10 @@ pub const THRIFTY_LEARNER_RIDGE: i64 = 2;
 /// A fixed basis (`options.basis`, p × basis_cols) applied to X centred by the train mean.
 pub const THRIFTY_LEARNER_BASIS: i64 = 3;
 
-/// NB-asymptotic, rerouted to NB-permutation when the gate fires (unless `force`).
+/// NB-asymptotic where it is calibrated (PLS learner, one component, Kish n_eff ≥ 60, stable rank
+/// of standardised X not in [3, 8), design gate passed), NB-permutation otherwise (unless `force`).
 pub const THRIFTY_METHOD_AUTO: i64 = 0;
-/// NB-asymptotic (same gate rule as AUTO).
+/// NB-asymptotic (same routing rule as AUTO; `gate_rerouted` says it was rerouted).
 pub const THRIFTY_METHOD_NB: i64 = 1;
 /// NB-permutation: the same splits, y permuted `n_perm` times.
 pub const THRIFTY_METHOD_NB_PERMUTATION: i64 = 2;
@@ -219,6 +220,111 @@ fn at_least(v: i64, arg: &str, min: i64) -> Res<usize> {
     usize::try_from(v).map_err(|_| Fail::invalid(arg, "is too large"))
 }
 
+/// The exponent e of `frexp(m)` (m = f·2^e, 0.5 ≤ |f| < 1); 0 for 0, NaN and ±inf (as numpy).
+fn frexp_exp(m: f64) -> i64 {
+    if m == 0.0 || !m.is_finite() {
+        return 0;
+    }
+    let (v, adj) = if m.abs() < f64::MIN_POSITIVE {
+        (m * 2f64.powi(54), -54)
+    } else {
+        (m, 0)
+    };
+    ((v.to_bits() >> 52) & 0x7ff) as i64 - 1022 + adj
+}
+
+/// `v · 2^-e` exactly as `np.ldexp` (two steps when 2^-e itself is not a normal float).
+fn ldexp_neg(v: f64, e: i64) -> f64 {
+    let t = -e;
+    if (-1000..=1000).contains(&t) {
+        v * 2f64.powi(t as i32)
+    } else {
+        let h = t / 2;
+        v * 2f64.powi(h as i32) * 2f64.powi((t - h) as i32)
+    }
+}
+
+/// Python's `_scaled_by_power_of_two`: `a` (rows × cols, row-major) rescaled exactly by powers of
+/// two (per column, or globally) so that its largest |value| is about 1 — unchanged when every
+/// exponent is below 64 in magnitude.
+fn pow2_scaled(a: &[f64], rows: usize, cols: usize, per_column: bool) -> Vec<f64> {
+    let mut out = a.to_vec();
+    if rows == 0 || cols == 0 {
+        return out;
+    }
+    let absmax = |it: &mut dyn Iterator<Item = f64>| {
+        it.fold(0.0f64, |m, v| {
+            if v.is_nan() || m.is_nan() {
+                f64::NAN
+            } else {
+                m.max(v.abs())
+            }
+        })
+    };
+    let e: Vec<i64> = if per_column {
+        (0..cols)
+            .map(|j| frexp_exp(absmax(&mut (0..rows).map(|i| a[i * cols + j]))))
+            .collect()
+    } else {
+        vec![frexp_exp(absmax(&mut a.iter().copied())); cols]
+    };
+    if e.iter().all(|v| v.abs() < 64) {
+        return out;
+    }
+    for row in out.chunks_exact_mut(cols) {
+        for (v, &ej) in row.iter_mut().zip(&e) {
+            *v = ldexp_neg(*v, ej);
+        }
+    }
+    out
+}
+
+/// Kish effective sample size (Python's `_kish`).
+fn kish(w: Option<&[f64]>, n: usize) -> f64 {
+    match w {
+        None => n as f64,
+        Some(w) => {
+            let s = numpy_sum(w);
+            let sq: Vec<f64> = w.iter().map(|v| v * v).collect();
+            s * s / numpy_sum(&sq)
+        }
+    }
+}
+
+/// Where the NB-asymptotic test is calibrated (Python's `NB_MIN_N_EFF`, `NB_MIN_STABLE_RANK`).
+const NB_MIN_N_EFF: f64 = 60.0;
+const NB_MIN_STABLE_RANK: f64 = 8.0;
+
+/// Python's `_nb_learner_reason(...) is not None`: the NB correction does not hold for this
+/// learner, size or spectrum, so `method = AUTO` runs the NB-permutation test.
+fn learner_fires(
+    pls: bool,
+    k: usize,
+    multi: bool,
+    w: Option<&[f64]>,
+    n: usize,
+    g: &nb::Gate,
+) -> bool {
+    multi
+        || !pls
+        || k != 1
+        || kish(w, n) < NB_MIN_N_EFF
+        || (nb::GATE_MIN_STABLE_RANK..NB_MIN_STABLE_RANK).contains(&g.stable_rank)
+}
+
+/// Python's `_resolve_route` for AUTO / NB: (method to run, reroute, rerouted, forced).
+fn resolve_route(method: i64, force: bool, g: &nb::Gate, learner: bool) -> (i64, bool, bool, bool) {
+    if method != THRIFTY_METHOD_AUTO && method != THRIFTY_METHOD_NB {
+        return (method, g.reroute, false, false);
+    }
+    let fires = g.reroute || learner;
+    if fires && !force {
+        (THRIFTY_METHOD_NB_PERMUTATION, true, true, false)
+    } else {
+        (THRIFTY_METHOD_NB, fires, false, fires)
+    }
+}
+
 /// Data in row-major form plus the checks the Python front end makes before the core.
 struct Problem<'a> {
     x: &'a [f64],
@@ -314,17 +420,36 @@ fn run_nb(
 ) -> Res<NbOutcome> {
     let data = prob.data()?;
     let splits = nb::splits_from_train(prob.n, spec.k, trains)?;
-    let n_tr: Vec<f64> = trains.iter().map(|t| t.len() as f64).collect();
-    let n_te: Vec<f64> = n_tr.iter().map(|&t| prob.n as f64 - t).collect();
-    let ratios: Vec<f64> = n_te.iter().zip(&n_tr).map(|(a, b)| a / b).collect();
-    let ratio = numpy_mean(&ratios);
     let r = with_threads(jobs, || {
         nb::split_correlations(&data, spec, &splits, prob.y)
     })??;
+    // As Python: splits whose held-out r is undefined (NaN) are left out of the test.
+    let defined: Vec<bool> = r.iter().map(|v| v.is_finite()).collect();
+    let n_def = defined.iter().filter(|&&d| d).count();
+    if n_def < 2 {
+        return Err(Fail::invalid(
+            "splits",
+            format!(
+                "the held-out correlation is undefined on {} of {} splits (a constant test response or prediction); at least 2 splits must define it",
+                r.len() - n_def,
+                r.len()
+            ),
+        ));
+    }
+    let r_def: Vec<f64> = r.iter().copied().filter(|v| v.is_finite()).collect();
+    let n_tr: Vec<f64> = trains
+        .iter()
+        .zip(&defined)
+        .filter(|(_, &d)| d)
+        .map(|(t, _)| t.len() as f64)
+        .collect();
+    let n_te: Vec<f64> = n_tr.iter().map(|&t| prob.n as f64 - t).collect();
+    let ratios: Vec<f64> = n_te.iter().zip(&n_tr).map(|(a, b)| a / b).collect();
+    let ratio = numpy_mean(&ratios);
     // rho_hat's Fisher null variance 1/(n_test − 3) holds for a single unweighted response only
     let n_te_mean = numpy_mean(&n_te);
-    let res = nb::nb_test(
-        &r,
+    let mut res = nb::nb_test(
+        &r_def,
         ratio,
         if prob.w.is_some() {
             None
@@ -333,6 +458,11 @@ fn run_nb(
         },
         level,
     )?;
+    if !(res.z_sd > 0.0) {
+        // no variation between splits: the NB standard error is 0, the CI undefined
+        res.ci_low = f64::NAN;
+        res.ci_high = f64::NAN;
+    }
     let (null, p_value) = if permute {
         let null = with_threads(jobs, || {
             perm::nb_permutation_null(&data, spec, &splits, seed, 0, n_perm, Route::Auto)
@@ -444,6 +574,19 @@ fn subspace(
             ),
         ));
     }
+    // As Python: x and y as the core sees them, rescaled exactly by powers of two (badly scaled
+    // data); standardising learners are invariant to per-column scaling, the others to a global one.
+    let pls = matches!(learner, Learner::Pls);
+    let xs_v = pow2_scaled(prob.x, n, p, !matches!(learner, Learner::Basis { .. }));
+    let ys_v = pow2_scaled(prob.y, n, 1, false);
+    let scaled = Problem {
+        x: &xs_v,
+        n,
+        p,
+        y: &ys_v,
+        w: prob.w,
+    };
+    let prob = &scaled;
     prob.data()?; // X, y, weights: finite, shapes, non-constant y, valid weights
     let n_const = prob.constant_columns();
     if n_const == p {
@@ -459,16 +602,11 @@ fn subspace(
     res.seed = o.seed;
     res.n_components = k as i64;
     res.n_constant_columns = n_const as i64;
-    let mut method = o.method;
-    if method == THRIFTY_METHOD_AUTO || method == THRIFTY_METHOD_NB {
-        if g.reroute && o.force == 0 {
-            method = THRIFTY_METHOD_NB_PERMUTATION;
-            res.gate_rerouted = 1;
-        } else {
-            method = THRIFTY_METHOD_NB;
-            res.gate_forced = (g.reroute && o.force != 0) as i64;
-        }
-    }
+    let lf = learner_fires(pls, k, false, prob.w, n, &g);
+    let (method, reroute, rerouted, forced) = resolve_route(o.method, o.force != 0, &g, lf);
+    res.gate_reroute = reroute as i64;
+    res.gate_rerouted = rerouted as i64;
+    res.gate_forced = forced as i64;
     res.method = method;
 
     if method == THRIFTY_METHOD_NB || method == THRIFTY_METHOD_NB_PERMUTATION {
@@ -721,6 +859,18 @@ fn subspace_pls2(
             ),
         ));
     }
+    // As Python: x and Y rescaled exactly by powers of two, per column (badly scaled data).
+    let xs_v = pow2_scaled(prob.x, n, p, true);
+    let ys_v = pow2_scaled(y, n, m, true);
+    let y = &ys_v[..];
+    let scaled = Problem {
+        x: &xs_v,
+        n,
+        p,
+        y: prob.y,
+        w: prob.w,
+    };
+    let prob = &scaled;
     let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
     let data = Data::new(prob.x, n, p, &index, prob.w)?; // Data's own response is not used by PLS2
     let n_const = prob.constant_columns();
@@ -736,16 +886,11 @@ fn subspace_pls2(
     res.seed = o.seed;
     res.n_components = k as i64;
     res.n_constant_columns = n_const as i64;
-    let mut method = o.method;
-    if method != THRIFTY_METHOD_NB_PERMUTATION {
-        if g.reroute && o.force == 0 {
-            method = THRIFTY_METHOD_NB_PERMUTATION;
-            res.gate_rerouted = 1;
-        } else {
-            method = THRIFTY_METHOD_NB;
-            res.gate_forced = (g.reroute && o.force != 0) as i64;
-        }
-    }
+    let lf = learner_fires(true, k, true, prob.w, n, &g);
+    let (method, reroute, rerouted, forced) = resolve_route(o.method, o.force != 0, &g, lf);
+    res.gate_reroute = reroute as i64;
+    res.gate_rerouted = rerouted as i64;
+    res.gate_forced = forced as i64;
     res.method = method;
     let trains: Vec<Vec<i64>> = match user_trains {
         None => nb::draw_splits(n, k, at_least(o.n_splits, "n_splits", 2)?, o.seed)?
@@ -766,16 +911,38 @@ fn subspace_pls2(
         }
     };
     let splits = nb::splits_from_train(n, k, &trains)?;
-    let n_tr: Vec<f64> = trains.iter().map(|t| t.len() as f64).collect();
-    let n_te: Vec<f64> = n_tr.iter().map(|&t| n as f64 - t).collect();
-    let ratios: Vec<f64> = n_te.iter().zip(&n_tr).map(|(a, b)| a / b).collect();
     let pls2 = |yy: &[f64]| {
         with_threads(jobs, || {
             thrifty_core::inference::pls2::pls2_split_correlations(&data, yy, m, k, &splits)
         })
     };
     let r = pls2(y)??;
-    let t = nb::nb_test(&r, numpy_mean(&ratios), None, level)?;
+    // As Python: splits whose held-out r is undefined (NaN) are left out of the test.
+    let n_def = r.iter().filter(|v| v.is_finite()).count();
+    if n_def < 2 {
+        return Err(Fail::invalid(
+            "splits",
+            format!(
+                "the held-out correlation is undefined on {} of {} splits (a constant test response or prediction); at least 2 splits must define it",
+                r.len() - n_def,
+                r.len()
+            ),
+        ));
+    }
+    let r_def: Vec<f64> = r.iter().copied().filter(|v| v.is_finite()).collect();
+    let n_tr: Vec<f64> = trains
+        .iter()
+        .zip(&r)
+        .filter(|(_, v)| v.is_finite())
+        .map(|(t, _)| t.len() as f64)
+        .collect();
+    let n_te: Vec<f64> = n_tr.iter().map(|&t| n as f64 - t).collect();
+    let ratios: Vec<f64> = n_te.iter().zip(&n_tr).map(|(a, b)| a / b).collect();
+    let mut t = nb::nb_test(&r_def, numpy_mean(&ratios), None, level)?;
+    if !(t.z_sd > 0.0) {
+        t.ci_low = f64::NAN;
+        t.ci_high = f64::NAN;
+    }
     let mut null = Vec::new();
     res.p_value = t.p_value;
     if method == THRIFTY_METHOD_NB_PERMUTATION {
@@ -924,11 +1091,14 @@ pub unsafe extern "C" fn thrifty_component_tests(
             return Err(Fail::null("result_out"));
         }
         let (xs, ys, w, _, user_trains) = inputs(x, n, p, layout, y, weights, &o)?;
+        // As Python: the problem as the core sees it (rescaled exactly by powers of two).
+        let xs = pow2_scaled(&xs, n, p, true);
+        let ys = pow2_scaled(ys, n, 1, false);
         let prob = Problem {
             x: &xs,
             n,
             p,
-            y: ys,
+            y: &ys,
             w,
         };
         prob.data()?;
@@ -971,21 +1141,16 @@ pub unsafe extern "C" fn thrifty_component_tests(
             ));
         }
         let g = prob.gate()?;
-        let mut run = if o.method == THRIFTY_METHOD_NB_PERMUTATION {
-            THRIFTY_METHOD_NB_PERMUTATION
-        } else {
-            THRIFTY_METHOD_NB
-        };
+        // the route is decided once on the undeflated X (every step is a one-component PLS1 test)
+        let lf = learner_fires(true, 1, false, prob.w, n, &g);
+        let (run, reroute, rerouted, _) = resolve_route(o.method, o.force != 0, &g, lf);
         let mut result = ThriftyComponentResult {
-            gate_reroute: g.reroute as i64,
+            gate_reroute: reroute as i64,
+            gate_rerouted: rerouted as i64,
+            method: run,
             seed: o.seed,
             ..Default::default()
         };
-        if run == THRIFTY_METHOD_NB && g.reroute && o.force == 0 {
-            run = THRIFTY_METHOD_NB_PERMUTATION;
-            result.gate_rerouted = 1;
-        }
-        result.method = run;
         let trains: Vec<Vec<i64>> = match user_trains {
             Some(t) => t,
             None => nb::draw_splits(n, 1, at_least(o.n_splits, "n_splits", 2)?, o.seed)?

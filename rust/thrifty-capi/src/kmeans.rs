@@ -219,7 +219,9 @@ pub unsafe extern "C" fn thrifty_kmeans_predict(
         let xs = matrix(x, n, d, layout, "x")?;
         let cs = matrix(centers, k, d, layout, "centers")?;
         let labels = out(labels_out, n, "labels_out")?;
-        let l = with_threads(threads(n_threads), || kmeans::predict(&xs, n, d, &cs, k))??;
+        let l = with_threads(threads(n_threads), || {
+            kmeans::predict(&xs, n, d, &cs, k, &crate::NEVER)
+        })??;
         for (o, v) in labels.iter_mut().zip(l) {
             *o = v as i32;
         }
@@ -245,7 +247,9 @@ pub unsafe extern "C" fn thrifty_kmeans_transform(
         let xs = matrix(x, n, d, layout, "x")?;
         let cs = matrix(centers, k, d, layout, "centers")?;
         let dist = out(dist_out, size2("dist_out", n, k)?, "dist_out")?;
-        let t = with_threads(threads(n_threads), || kmeans::transform(&xs, n, d, &cs, k))??;
+        let t = with_threads(threads(n_threads), || {
+            kmeans::transform(&xs, n, d, &cs, k, &crate::NEVER)
+        })??;
         write_matrix(dist, &t, n, k, layout);
         Ok(())
     })

@@ -116,6 +116,9 @@ impl Fail {
 
 pub(crate) type Res<T> = std::result::Result<T, Fail>;
 
+/// The cancel flag handed to the core: the C ABI has no cancellation, so it is never raised.
+pub(crate) static NEVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }

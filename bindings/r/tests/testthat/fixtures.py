@@ -117,10 +117,11 @@ def main(path: str) -> None:
         tests[name] = {
             "p_value": res.p_value,
             "statistic": res.statistic,
-            "t": res.t,
+            # the baselines return a BaselineResult (no t, per-split r or CI)
+            "t": getattr(res, "t", None),
             "df": res.df,
-            "r": [float(v) for v in res.r],
-            "ci": [float(v) for v in res.ci],
+            "r": [float(v) for v in getattr(res, "r", ())],
+            "ci": [float(v) for v in getattr(res, "ci", ())],
             "method": res.method,
             "null": None
             if res.null_distribution is None

@@ -52,8 +52,17 @@ test_that("every method and learner runs; the gate reroutes with a warning", {
   # supervised PCA runs (its values are checked against Python in test-parity.R)
   sp_p <- subspace_test(d$x, d$y, learner = "spca", ncomp = 2, seed = 2, threads = 1)$p.value
   expect_true(sp_p > 0 && sp_p <= 1)
-  expect_true(subspace_test(d$x, d$y, learner = "ridge", seed = 2, threads = 1)$p.value < 1e-4)
-  expect_true(subspace_test(d$x, d$y, learner = diag(15)[, 1:2], seed = 2, threads = 1)$p.value < 1e-4)
+  # method = "auto" runs the NB-permutation test (n_perm = 1000) for ridge and fixed bases, silently,
+  # as Python does (the NB correction is calibrated for PLS1 with one component only): the strong
+  # signal gives the smallest attainable p-value; the forced NB test gives a tiny one.
+  expect_warning(rr <- subspace_test(d$x, d$y, learner = "ridge", seed = 2, threads = 1), NA)
+  expect_identical(rr$p.value, 1 / 1001)
+  expect_true(rr$gate$rerouted)
+  expect_identical(subspace_test(d$x, d$y, learner = diag(15)[, 1:2], seed = 2, threads = 1)$p.value, 1 / 1001)
+  expect_true(subspace_test(d$x, d$y, learner = "ridge", method = "nb", force = TRUE, seed = 2,
+                            threads = 1)$p.value < 1e-4)
+  expect_warning(subspace_test(d$x, d$y, learner = "ridge", method = "nb", seed = 2, n_perm = 49,
+                               threads = 1), "NB-permutation")
   expect_warning(g <- subspace_test(d$x[, 1:3], d$y, seed = 2, n_perm = 49, threads = 1), "NB-permutation")
   expect_true(g$gate$rerouted)
   f <- subspace_test(d$x[, 1:3], d$y, seed = 2, force = TRUE, threads = 1)

@@ -197,10 +197,18 @@ static void test_inference(void) {
   EXPECT_OK(thrifty_subspace_options_init(&o));
   CHECK(o.n_components == 1 && o.n_splits == 50 && o.n_perm == 1000 && o.confidence_level == 0.95);
   o.seed = 7;
+  /* 12 iid columns on 120 rows: stable rank about 7 < 8, so AUTO runs the NB-permutation test
+     (silently, as Python: the design gate itself passes) */
+  o.n_perm = 59;
+  EXPECT_OK(thrifty_subspace_test(x, n, p, THRIFTY_ROW_MAJOR, y, NULL, &o, &res, r, 50, null_z, 60));
+  CHECK(res.method == THRIFTY_METHOD_NB_PERMUTATION && res.gate_reroute == 1 && res.gate_rerouted == 1);
+  CHECK(res.gate_stable_rank >= 3.0 && res.gate_stable_rank < 8.0 && res.n_perm == 59 && res.p_value == 1.0 / 60.0);
+  o.n_perm = 1000;
+  o.force = 1;
   EXPECT_OK(thrifty_subspace_test(x, n, p, THRIFTY_ROW_MAJOR, y, NULL, &o, &res, r, 50, NULL, 0));
   CHECK(res.method == THRIFTY_METHOD_NB && res.n_splits == 50 && res.p_value < 1e-6 && res.statistic > 0.5);
   CHECK(res.ci_low < res.statistic && res.statistic < res.ci_high && res.df == 49.0 && res.seed == 7);
-  CHECK(res.n_train == 60.0 && res.n_test == 60.0 && res.gate_reroute == 0);
+  CHECK(res.n_train == 60.0 && res.n_test == 60.0 && res.gate_forced == 1 && res.gate_rerouted == 0);
   o.n_threads = 1;
   EXPECT_OK(thrifty_subspace_test(xc, n, p, THRIFTY_COL_MAJOR, y, NULL, &o, &res_c, r_c, 50, NULL, 0));
   CHECK(memcmp(r, r_c, sizeof(r)) == 0 && res.p_value == res_c.p_value);
@@ -312,6 +320,7 @@ static void test_inference(void) {
   double *y2c = to_col(y2, n, 2);
   EXPECT_OK(thrifty_subspace_options_init(&o));
   o.seed = 4, o.n_splits = 10;
+  o.force = 1; /* AUTO runs NB-permutation for PLS2 (as Python); force the NB test */
   EXPECT_OK(thrifty_subspace_test_multi(x, n, p, THRIFTY_ROW_MAJOR, y2, 2, NULL, &o, &res, r, 10, NULL, 0));
   CHECK(res.method == THRIFTY_METHOD_NB && res.p_value < 1e-4 && res.n_splits == 10 && isnan(res.rho_hat));
   EXPECT_OK(thrifty_subspace_test_multi(xc, n, p, THRIFTY_COL_MAJOR, y2c, 2, NULL, &o, &res_c, r_c, 10, NULL, 0));
