@@ -3,7 +3,6 @@
 //! Every core call goes through [`enter`] (GIL released, Ctrl-C raises the core's cancel flag,
 //! `n_jobs` capped at the CPU count); float32/float64 dispatch goes through [`FloatMatrix`]; results
 //! are `#[derive(IntoPyObject)]` structs (dicts on the Python side, typed in `_core.pyi`).
-use std::sync::atomic::AtomicBool;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -12,21 +11,11 @@ use thrifty_core::dpp::ensemble::Spectrum;
 use thrifty_core::dpp::kernels::{self, Split, Stratified};
 use thrifty_core::dpp::projection::{Method, OrthoCheck, Projection};
 use thrifty_core::dpp::{greedy, ortho, PivotPath};
-use thrifty_core::threads::with_threads;
 
-use crate::errors::{detach_interruptible, CoreResultExt};
+use crate::errors::{enter, CoreResultExt};
 
 type Idx<'py> = Bound<'py, PyArray1<i64>>;
 type F64s<'py> = Bound<'py, PyArray1<f64>>;
-
-/// The one way into the core: GIL released on a worker thread, the calling thread polls for
-/// signals (Ctrl-C raises `cancel`, the core stops at its next check), `n_jobs` threads at most
-/// the machine's CPU count.
-fn enter<T: Send>(py: Python<'_>, n_jobs: Option<usize>, work: impl FnOnce(&AtomicBool) -> thrifty_core::Result<T> + Send) -> PyResult<T> {
-    let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
-    let n_jobs = n_jobs.map(|n| n.clamp(1, cpus));
-    detach_interruptible(py, |cancel| with_threads(n_jobs, || work(cancel)).and_then(|r| r))
-}
 
 /// A 2-D float array in either precision, borrowed read-only.
 enum FloatMatrix<'py> {
