@@ -26,6 +26,10 @@ class KMeansFit(TypedDict):
     sse_after_batch: npt.NDArray[np.float64]
     sse_after_sequential: npt.NDArray[np.float64]
 
+# CSR X is passed as its parts: ``x`` = the 1-D data (float32/float64) and
+# ``csr = (indices (uint32), indptr (uint64), n_features)``; the core reads them in place.
+_CsrParts = tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64], int]
+
 def kmeans_fit(
     x: npt.NDArray[Any],
     sample_weight: npt.NDArray[np.float64] | None,
@@ -37,14 +41,20 @@ def kmeans_fit(
     algorithm: Literal["hartigan", "lloyd"],
     seed: int,
     n_jobs: int | None = None,
+    csr: _CsrParts | None = None,
 ) -> KMeansFit: ...
-def kmeans_predict(x: npt.NDArray[Any], centers: npt.NDArray[Any], n_jobs: int | None = None) -> npt.NDArray[np.int32]: ...
-def kmeans_transform(x: npt.NDArray[Any], centers: npt.NDArray[Any], n_jobs: int | None = None) -> npt.NDArray[Any]: ...
+def kmeans_predict(
+    x: npt.NDArray[Any], centers: npt.NDArray[Any], n_jobs: int | None = None, csr: _CsrParts | None = None
+) -> npt.NDArray[np.int32]: ...
+def kmeans_transform(
+    x: npt.NDArray[Any], centers: npt.NDArray[Any], n_jobs: int | None = None, csr: _CsrParts | None = None
+) -> npt.NDArray[Any]: ...
 def kmeans_inertia(
     x: npt.NDArray[Any],
     centers: npt.NDArray[Any],
     sample_weight: npt.NDArray[np.float64] | None = None,
     n_jobs: int | None = None,
+    csr: _CsrParts | None = None,
 ) -> float: ...
 
 # ---- inference (thrifty.inference) -------------------------------------------------------------

@@ -24,7 +24,8 @@ X = np.random.default_rng(0).normal(size=(20, 3))
         (X + 1j, ValueError, "[Cc]omplex"),
         (np.full((20, 3), "abc"), ValueError, "convert|[Ss]tring|dtype"),
         (np.array([[object()] * 3] * 20), TypeError, "."),
-        (sp.csr_matrix(X), TypeError, "[Ss]parse"),
+        (sp.csr_matrix(np.where(np.arange(60).reshape(20, 3) == 7, np.nan, X)), ValueError, "NaN"),  # CSR is accepted
+        (sp.csr_matrix(X + 1j), ValueError, "[Cc]omplex"),
     ],
 )
 def test_bad_data(data: Any, exc: type, match: str) -> None:

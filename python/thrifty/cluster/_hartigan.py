@@ -10,6 +10,7 @@ from typing import Any, Literal, Union
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -27,6 +28,37 @@ from thrifty import _core
 from thrifty._validation import RandomState, check_n_jobs, seed_from_random_state
 
 InitType = Union[Literal["k-means++", "random"], npt.ArrayLike, Callable[..., Any]]
+
+
+def _canonical_csr(X: Any) -> Any:
+    """X as CSR without duplicate entries (the core's row norms need summed duplicates); a copy
+    only when X has duplicates or unsorted indices, never a change to the caller's matrix."""
+    X = X.tocsr() if X.format != "csr" else X
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
+
+def _core_args(X: Any) -> tuple[npt.NDArray[Any], _core._CsrParts | None]:
+    """What the core's ``x`` and ``csr`` arguments get: a dense array as is; for CSR its data (read
+    in place) and its structure (indices as uint32, indptr as uint64: O(nnz) integers, the values
+    are not copied and the matrix is never densified)."""
+    if not sp.issparse(X):
+        return X, None
+    n_features = X.shape[1]
+    if n_features >= 2**32:
+        raise ValueError(f"X: sparse input with {n_features} features is not supported (at most 2**32 - 1)")
+    data = np.ascontiguousarray(X.data)
+    return data, (
+        np.ascontiguousarray(X.indices, dtype=np.uint32),
+        np.ascontiguousarray(X.indptr, dtype=np.uint64),
+        int(n_features),
+    )
+
+
+def _all_finite(X: Any) -> bool:
+    return bool(np.isfinite(X.data if sp.issparse(X) else X).all())
 
 
 def _physical_memory() -> int:
@@ -242,14 +274,19 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         return int(k), init, int(n_init)
 
     # -- fitting ------------------------------------------------------------------------------
-    def _validate_train(self, X: npt.ArrayLike) -> npt.NDArray[Any]:
+    def _validate_train(self, X: Any) -> Any:
         # NaN/inf are rejected by the core in its first read pass ("X contains NaN or infinity"),
         # which saves scikit-learn's separate scan of the whole array.
-        Xv: npt.NDArray[Any] = validate_data(
-            self, X, dtype=[np.float64, np.float32], order="C", accept_sparse=False, copy=False,
+        Xv: Any = validate_data(
+            self, X, dtype=[np.float64, np.float32], order="C", accept_sparse="csr", copy=False,
             ensure_all_finite=False,
         )
-        return Xv
+        return _canonical_csr(Xv) if sp.issparse(Xv) else Xv
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
     def fit(self, X: Any, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> HartiganKMeans:
         """Compute the clustering.
@@ -276,19 +313,22 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
 
         algorithm: Literal["hartigan", "lloyd"] = "hartigan" if self.algorithm == "hartigan" else "lloyd"
 
+        x_arg, csr = _core_args(X)
+
         def core_fit(init_arg: Any, runs: int) -> _core.KMeansFit:
             return _core.kmeans_fit(
-                X, sw, init_arg, n_clusters=k, n_init=runs, max_iter=int(self.max_iter),
-                tol=float(self.tol), algorithm=algorithm, seed=seed, n_jobs=threads,
+                x_arg, sw, init_arg, n_clusters=k, n_init=runs, max_iter=int(self.max_iter),
+                tol=float(self.tol), algorithm=algorithm, seed=seed, n_jobs=threads, csr=csr,
             )
 
         if callable(init):
-            if not np.isfinite(X).all():  # before the user's callable sees the data
+            if not _all_finite(X):  # before the user's callable sees the data
                 raise ValueError("X contains NaN or infinity")
             best: _core.KMeansFit | None = None
             for run in range(n_init):
                 rs = np.random.RandomState((seed + run) % (2**32))
-                centers = np.ascontiguousarray(init(X, k, rs), dtype=X.dtype)
+                centers = init(X, k, rs)
+                centers = np.ascontiguousarray(centers.toarray() if sp.issparse(centers) else centers, dtype=X.dtype)
                 if centers.shape != (k, X.shape[1]):
                     raise ValueError(f"init callable returned shape {centers.shape}, expected ({k}, {X.shape[1]})")
                 res = core_fit(centers, 1)
@@ -342,10 +382,13 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         return self.fit(X, sample_weight=sample_weight).transform(X)
 
     # -- using a fitted model ---------------------------------------------------------------------
-    def _check_test_data(self, X: npt.ArrayLike) -> npt.NDArray[Any]:
+    def _check_test_data(self, X: Any) -> Any:
         check_is_fitted(self)
-        Xv = validate_data(self, X, dtype=[np.float64, np.float32], order="C", accept_sparse=False, reset=False, copy=False)
-        return np.ascontiguousarray(Xv, dtype=self.cluster_centers_.dtype)
+        Xv = validate_data(self, X, dtype=[np.float64, np.float32], order="C", accept_sparse="csr", reset=False, copy=False)
+        dtype = self.cluster_centers_.dtype
+        if sp.issparse(Xv):
+            return _canonical_csr(Xv.astype(dtype, copy=False))
+        return np.ascontiguousarray(Xv, dtype=dtype)
 
     def predict(self, X: npt.ArrayLike) -> npt.NDArray[np.int32]:
         """Index of the nearest centre of each row.
@@ -364,8 +407,8 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             As :class:`sklearn.cluster.KMeans` for bad input; ``KeyboardInterrupt`` within a
             fraction of a second on Ctrl-C.
         """
-        Xv = self._check_test_data(X)
-        return _core.kmeans_predict(Xv, self.cluster_centers_, check_n_jobs(self.n_jobs))
+        x_arg, csr = _core_args(self._check_test_data(X))
+        return _core.kmeans_predict(x_arg, self.cluster_centers_, check_n_jobs(self.n_jobs), csr=csr)
 
     def transform(self, X: npt.ArrayLike) -> npt.NDArray[Any]:
         """Euclidean distances to every centre.
@@ -387,7 +430,8 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Xv = self._check_test_data(X)
         _check_memory("n_clusters", Xv.shape[0] * len(self.cluster_centers_), Xv.dtype.itemsize,
                       what=f"the {Xv.shape[0]} x {len(self.cluster_centers_)} distances of transform")
-        return _core.kmeans_transform(Xv, self.cluster_centers_, check_n_jobs(self.n_jobs))
+        x_arg, csr = _core_args(Xv)
+        return _core.kmeans_transform(x_arg, self.cluster_centers_, check_n_jobs(self.n_jobs), csr=csr)
 
     def score(self, X: npt.ArrayLike, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> float:
         """Opposite of the weighted inertia of ``X`` against the fitted centres (nearest-centre).
@@ -398,4 +442,5 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Xv = self._check_test_data(X)
         sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64, ensure_non_negative=True)
         sw = np.ascontiguousarray(sw, dtype=np.float64)
-        return -_core.kmeans_inertia(Xv, self.cluster_centers_, sw, check_n_jobs(self.n_jobs))
+        x_arg, csr = _core_args(Xv)
+        return -_core.kmeans_inertia(x_arg, self.cluster_centers_, sw, check_n_jobs(self.n_jobs), csr=csr)

@@ -1,12 +1,13 @@
 //! Bindings for the `kmeans` capability: fit / predict / transform / inertia over float32 or float64
-//! arrays. Arrays are borrowed read-only (no copy); every core call goes through [`enter`] (GIL
+//! arrays, dense or CSR (passed as its parts: `x` = the 1-D data and `csr = (indices (uint32),
+//! indptr (uint64), n_features)`; the core reads them in place). Arrays are borrowed read-only (no copy); every core call goes through [`enter`] (GIL
 //! released, Ctrl-C honoured, `n_jobs` capped at the CPU count); results are
 //! `#[derive(IntoPyObject)]` structs (dicts on the Python side, typed in `_core.pyi`).
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-use thrifty_core::kmeans::{self, Algorithm, Init, IterStats, Params};
+use thrifty_core::kmeans::{self, Algorithm, Csr, Init, IterStats, Matrix, Params};
 use thrifty_core::scalar::Real;
 
 use crate::errors::enter;
@@ -24,12 +25,69 @@ impl<'py> FloatMatrix<'py> {
     }
 }
 
-/// `dispatch!(matrix, |x| body)`: `body` once per precision, `x` the typed array.
-macro_rules! dispatch {
-    ($m:expr, |$x:ident| $body:expr) => {
-        match $m {
-            FloatMatrix::F64($x) => $body,
-            FloatMatrix::F32($x) => $body,
+/// The values of a CSR X in either precision, borrowed read-only.
+#[derive(FromPyObject)]
+enum FloatVector<'py> {
+    F64(PyReadonlyArray1<'py, f64>),
+    F32(PyReadonlyArray1<'py, f32>),
+}
+
+/// The structure of a CSR X: column indices, row pointers, shape.
+struct CsrIndex<'py> {
+    indices: PyReadonlyArray1<'py, u32>,
+    indptr: Vec<usize>,
+    n: usize,
+    d: usize,
+}
+
+type CsrParts<'py> = (PyReadonlyArray1<'py, u32>, PyReadonlyArray1<'py, u64>, usize);
+
+impl<'py> CsrIndex<'py> {
+    fn new(parts: CsrParts<'py>) -> PyResult<Self> {
+        let (indices, indptr, d) = parts;
+        let indptr: Vec<usize> = indptr.as_slice()?.iter().map(|&v| v as usize).collect();
+        let n = indptr.len().checked_sub(1).ok_or_else(|| PyValueError::new_err("X: CSR indptr is empty"))?;
+        Ok(CsrIndex { indices, indptr, n, d })
+    }
+
+    fn matrix<'a, T: numpy::Element>(&'a self, values: &'a PyReadonlyArray1<'_, T>) -> PyResult<Matrix<'a, T>> {
+        Ok(Matrix::Csr(Csr { indptr: &self.indptr, indices: self.indices.as_slice()?, values: values.as_slice()? }))
+    }
+}
+
+/// `with_matrix!(x, csr, |m, n, d| body)`: `body` once per precision with `m` the core's
+/// [`Matrix`] view of X (dense: `x` a 2-D array; CSR: `x` the 1-D data and `csr` its structure).
+macro_rules! with_matrix {
+    ($x:expr, $csr:expr, |$m:ident, $n:ident, $d:ident| $body:expr) => {
+        match $csr {
+            None => match FloatMatrix::new($x)? {
+                FloatMatrix::F64(a) => {
+                    let ($n, $d) = (a.shape()[0], a.shape()[1]);
+                    let $m = Matrix::Dense(slice(&a, "X")?);
+                    $body
+                }
+                FloatMatrix::F32(a) => {
+                    let ($n, $d) = (a.shape()[0], a.shape()[1]);
+                    let $m = Matrix::Dense(slice(&a, "X")?);
+                    $body
+                }
+            },
+            Some(parts) => {
+                let idx = CsrIndex::new(parts)?;
+                let values: FloatVector<'_> =
+                    $x.extract().map_err(|_| PyTypeError::new_err("X: CSR data must be a float32 or float64 array"))?;
+                let ($n, $d) = (idx.n, idx.d);
+                match values {
+                    FloatVector::F64(v) => {
+                        let $m = idx.matrix(&v)?;
+                        $body
+                    }
+                    FloatVector::F32(v) => {
+                        let $m = idx.matrix(&v)?;
+                        $body
+                    }
+                }
+            }
         }
     };
 }
@@ -73,16 +131,18 @@ struct FitResult<'py> {
     sse_after_sequential: Bound<'py, PyArray1<f64>>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn fit_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, T>,
+    x: Matrix<'_, T>,
+    n: usize,
+    d: usize,
     sample_weight: Option<&[f64]>,
     init: &Bound<'py, PyAny>,
     params: Params,
     n_jobs: Option<usize>,
 ) -> PyResult<FitResult<'py>> {
-    let (n, d, k) = (x.shape()[0], x.shape()[1], params.n_clusters);
-    let xs = slice(&x, "X")?;
+    let k = params.n_clusters;
     let init_arr = if init.is_instance_of::<pyo3::types::PyString>() { None } else { Some(centers_like::<T>(init, "init", d)?) };
     let init_kind: Init<'_, T> = match &init_arr {
         Some(a) => Init::Centers(slice(a, "init")?),
@@ -92,7 +152,7 @@ fn fit_typed<'py, T: Real + numpy::Element>(
             other => return Err(PyValueError::new_err(format!("init must be 'k-means++', 'random' or an array, got {other:?}"))),
         },
     };
-    let fit = enter(py, n_jobs, |cancel| kmeans::fit_cancellable(xs, n, d, sample_weight, init_kind, &params, cancel))?;
+    let fit = enter(py, n_jobs, |cancel| kmeans::fit_matrix(x, n, d, sample_weight, init_kind, &params, cancel))?;
     let (run, init_centers) = (fit.run, fit.init_centers);
     let col = |f: fn(&IterStats) -> f64| run.stats.iter().map(f).collect::<Vec<f64>>().into_pyarray(py);
     Ok(FitResult {
@@ -114,7 +174,7 @@ fn fit_typed<'py, T: Real + numpy::Element>(
 
 /// Fit k-means; returns a dict of NumPy arrays and scalars (`_core.pyi`: `KMeansFit`).
 #[pyfunction]
-#[pyo3(signature = (x, sample_weight, init, n_clusters, n_init, max_iter, tol, algorithm, seed, n_jobs=None))]
+#[pyo3(signature = (x, sample_weight, init, n_clusters, n_init, max_iter, tol, algorithm, seed, n_jobs=None, csr=None))]
 #[allow(clippy::too_many_arguments)]
 fn kmeans_fit<'py>(
     py: Python<'py>,
@@ -128,54 +188,65 @@ fn kmeans_fit<'py>(
     algorithm: &str,
     seed: u64,
     n_jobs: Option<usize>,
+    csr: Option<CsrParts<'py>>,
 ) -> PyResult<FitResult<'py>> {
     let params = Params { n_clusters, n_init, max_iter, tol, algorithm: self::algorithm(algorithm)?, seed };
     let w = sample_weight.as_ref().map(|w| w.as_slice()).transpose().map_err(|_| PyValueError::new_err("sample_weight must be contiguous"))?;
-    dispatch!(FloatMatrix::new(x)?, |a| fit_typed(py, a, w, init, params, n_jobs))
+    with_matrix!(x, csr, |m, n, d| fit_typed(py, m, n, d, w, init, params, n_jobs))
 }
 
 /// Index of the nearest centre of each row (int32).
 #[pyfunction]
-#[pyo3(signature = (x, centers, n_jobs=None))]
-fn kmeans_predict<'py>(py: Python<'py>, x: &Bound<'py, PyAny>, centers: &Bound<'py, PyAny>, n_jobs: Option<usize>) -> PyResult<Bound<'py, PyArray1<i32>>> {
-    dispatch!(FloatMatrix::new(x)?, |a| {
-        let (n, d) = (a.shape()[0], a.shape()[1]);
+#[pyo3(signature = (x, centers, n_jobs=None, csr=None))]
+fn kmeans_predict<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    centers: &Bound<'py, PyAny>,
+    n_jobs: Option<usize>,
+    csr: Option<CsrParts<'py>>,
+) -> PyResult<Bound<'py, PyArray1<i32>>> {
+    with_matrix!(x, csr, |m, n, d| {
         let c = centers_like(centers, "cluster_centers", d)?;
-        let (xs, cs, k) = (slice(&a, "X")?, slice(&c, "cluster_centers")?, c.shape()[0]);
-        let labels = enter(py, n_jobs, |cancel| kmeans::predict(xs, n, d, cs, k, cancel))?;
+        let (cs, k) = (slice(&c, "cluster_centers")?, c.shape()[0]);
+        let labels = enter(py, n_jobs, |cancel| kmeans::predict_matrix(m, n, d, cs, k, cancel))?;
         Ok(labels.into_iter().map(|l| l as i32).collect::<Vec<i32>>().into_pyarray(py))
     })
 }
 
 /// Euclidean distances to every centre, shape (n, k), X's dtype.
 #[pyfunction]
-#[pyo3(signature = (x, centers, n_jobs=None))]
-fn kmeans_transform<'py>(py: Python<'py>, x: &Bound<'py, PyAny>, centers: &Bound<'py, PyAny>, n_jobs: Option<usize>) -> PyResult<Bound<'py, PyAny>> {
-    dispatch!(FloatMatrix::new(x)?, |a| {
-        let (n, d) = (a.shape()[0], a.shape()[1]);
+#[pyo3(signature = (x, centers, n_jobs=None, csr=None))]
+fn kmeans_transform<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    centers: &Bound<'py, PyAny>,
+    n_jobs: Option<usize>,
+    csr: Option<CsrParts<'py>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    with_matrix!(x, csr, |m, n, d| {
         let c = centers_like(centers, "cluster_centers", d)?;
-        let (xs, cs, k) = (slice(&a, "X")?, slice(&c, "cluster_centers")?, c.shape()[0]);
-        let dist = enter(py, n_jobs, |cancel| kmeans::transform(xs, n, d, cs, k, cancel))?;
+        let (cs, k) = (slice(&c, "cluster_centers")?, c.shape()[0]);
+        let dist = enter(py, n_jobs, |cancel| kmeans::transform_matrix(m, n, d, cs, k, cancel))?;
         Ok(dist.into_pyarray(py).reshape([n, k])?.into_any())
     })
 }
 
 /// Weighted sum of squared distances to the nearest centre (float; no n × k matrix).
 #[pyfunction]
-#[pyo3(signature = (x, centers, sample_weight=None, n_jobs=None))]
+#[pyo3(signature = (x, centers, sample_weight=None, n_jobs=None, csr=None))]
 fn kmeans_inertia<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     centers: &Bound<'py, PyAny>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     n_jobs: Option<usize>,
+    csr: Option<CsrParts<'py>>,
 ) -> PyResult<f64> {
     let w = sample_weight.as_ref().map(|w| w.as_slice()).transpose().map_err(|_| PyValueError::new_err("sample_weight must be contiguous"))?;
-    dispatch!(FloatMatrix::new(x)?, |a| {
-        let (n, d) = (a.shape()[0], a.shape()[1]);
+    with_matrix!(x, csr, |m, n, d| {
         let c = centers_like(centers, "cluster_centers", d)?;
-        let (xs, cs, k) = (slice(&a, "X")?, slice(&c, "cluster_centers")?, c.shape()[0]);
-        enter(py, n_jobs, |cancel| kmeans::inertia(xs, n, d, w, cs, k, cancel))
+        let (cs, k) = (slice(&c, "cluster_centers")?, c.shape()[0]);
+        enter(py, n_jobs, |cancel| kmeans::inertia_matrix(m, n, d, w, cs, k, cancel))
     })
 }
 

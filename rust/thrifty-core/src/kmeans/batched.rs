@@ -16,6 +16,17 @@
 //! 3. (Hartigan) the candidates are re-checked one by one against the current means with exact
 //!    distances and moved with O(d) mean updates (never out of a singleton).
 //!
+//! Hartigan runs in two phases. While Lloyd-type moves remain it applies Lloyd's rule only (unit
+//! size factors, no sequential phase, scikit-learn's relocation of emptied clusters), i.e. exactly
+//! our Lloyd; once an iteration moves nothing (or the shift falls below `tol`) it switches to
+//! Hartigan's rule for good. Why: Hartigan's joining factor W/(W+w) favours small clusters (½ for a
+//! singleton), so applied from the start it keeps alive the small clusters that Lloyd would empty
+//! and relocate to the points farthest from their centres — where, on well-separated mixtures,
+//! the relocated centre gathers a whole true cluster that two merged clusters were sharing. Mixed
+//! from the start it ended above scikit-learn's Lloyd from the same start on such mixtures (+0.4 %
+//! on average over 8 seeds of 64 Gaussians in 64-d); in two phases it ends at Lloyd's fixed point
+//! (the same one as scikit-learn's, step for step) and then only descends from it.
+//!
 //! The run stops when an iteration moves nothing (a Hartigan local optimum for Hartigan, a Lloyd fixed
 //! point for Lloyd), when the centre shift falls below `tol`, or after `max_iter` iterations.
 //! All reductions run over fixed blocks in a fixed order, so results do not depend on the thread count.
@@ -23,7 +34,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use super::distance::{gemm_slack, scaled_min, sq_dist_f64, sq_norm, tile_partial_dists, top2, Scratch, TILE};
+use super::distance::{gemm_slack, scaled_min, sq_dist_f64, sq_norm, top2, Scratch, TILE};
+use super::matrix::{center_norms, Matrix};
 use crate::error::{Result, ThriftyError};
 use crate::scalar::Real;
 
@@ -68,7 +80,8 @@ pub struct Run<T> {
 
 /// Shared read-only data of a run.
 pub struct Data<'a, T> {
-    pub x: &'a [T],
+    /// Dense rows or CSR (see `matrix`).
+    pub x: Matrix<'a, T>,
     pub d: usize,
     pub xx: &'a [f64],
     pub w: &'a [f64],
@@ -86,8 +99,10 @@ impl<T: Real> Data<'_, T> {
     fn n(&self) -> usize {
         self.xx.len()
     }
-    fn row(&self, i: usize) -> &[T] {
-        &self.x[i * self.d..(i + 1) * self.d]
+    /// ‖x_i − c‖² for a centre `c` (f64) of squared norm `cn` (used by sparse rows only).
+    #[inline]
+    fn dist2(&self, i: usize, c: &[f64], cn: f64) -> f64 {
+        self.x.dist2(i, self.d, self.xx[i], c, cn)
     }
 }
 
@@ -99,6 +114,8 @@ struct Clusters {
     wsum: Vec<f64>,
     sums: Vec<f64>,
     means: Vec<f64>,
+    /// ‖mean_j‖², kept with the means (sparse rows measure distances through it).
+    mnorm: Vec<f64>,
 }
 
 impl Clusters {
@@ -110,6 +127,7 @@ impl Clusters {
         let (d, n) = (data.d, data.n());
         // Fixed blocks (the same on any thread count), few enough that their partial sums stay
         // within ~256 MiB for large k·d.
+        let old_norms = center_norms(old_means, d);
         let n_blocks = n.div_ceil(4096).clamp(1, 64).min(((1usize << 28) / (8 * k * d).max(1)).max(1));
         let block = n.div_ceil(n_blocks);
         let partial: Vec<(Vec<usize>, Vec<f64>, Vec<f64>, f64)> = (0..n_blocks)
@@ -124,17 +142,15 @@ impl Clusters {
                     let wi = data.w[i];
                     counts[j] += 1;
                     wsum[j] += wi;
-                    for (s, v) in sums[j * d..(j + 1) * d].iter_mut().zip(data.row(i)) {
-                        *s += wi * v.as_f64();
-                    }
+                    data.x.axpy(i, d, wi, &mut sums[j * d..(j + 1) * d]);
                     if with_sse {
-                        sse += wi * sq_dist_f64(data.row(i), &old_means[j * d..(j + 1) * d]);
+                        sse += wi * data.dist2(i, &old_means[j * d..(j + 1) * d], old_norms[j]);
                     }
                 }
                 (counts, wsum, sums, sse)
             })
             .collect();
-        let mut c = Clusters { k, d, counts: vec![0; k], wsum: vec![0.0; k], sums: vec![0.0; k * d], means: old_means.to_vec() };
+        let mut c = Clusters { k, d, counts: vec![0; k], wsum: vec![0.0; k], sums: vec![0.0; k * d], means: old_means.to_vec(), mnorm: old_norms };
         let mut sse = 0.0;
         for (counts, wsum, sums, part) in partial {
             for j in 0..k {
@@ -159,23 +175,23 @@ impl Clusters {
     fn refresh_mean(&mut self, j: usize) {
         let wj = self.wsum[j];
         if wj > 0.0 {
+            let mut nrm = 0.0;
             for (m, s) in self.means[j * self.d..(j + 1) * self.d].iter_mut().zip(&self.sums[j * self.d..(j + 1) * self.d]) {
                 *m = s / wj;
+                nrm += *m * *m;
             }
+            self.mnorm[j] = nrm;
         }
     }
 
-    fn move_point<T: Real>(&mut self, x: &[T], w: f64, from: usize, to: usize) {
-        let d = self.d;
+    fn move_point<T: Real>(&mut self, data: &Data<'_, T>, i: usize, from: usize, to: usize) {
+        let (d, w) = (self.d, data.w[i]);
         self.counts[from] -= 1;
         self.counts[to] += 1;
         self.wsum[from] -= w;
         self.wsum[to] += w;
-        for (l, v) in x.iter().enumerate() {
-            let wv = w * v.as_f64();
-            self.sums[from * d + l] -= wv;
-            self.sums[to * d + l] += wv;
-        }
+        data.x.axpy(i, d, -w, &mut self.sums[from * d..(from + 1) * d]);
+        data.x.axpy(i, d, w, &mut self.sums[to * d..(to + 1) * d]);
         if self.counts[from] == 0 {
             // Emptied: exact zeros, not the rounding residue of the removals.
             self.wsum[from] = 0.0;
@@ -190,7 +206,10 @@ impl Clusters {
     fn refresh_means(&mut self, weightless_at: Option<&[f64]>) {
         for j in 0..self.k {
             match weightless_at {
-                Some(o) if self.wsum[j] <= 0.0 => self.means[j * self.d..(j + 1) * self.d].copy_from_slice(o),
+                Some(o) if self.wsum[j] <= 0.0 => {
+                    self.means[j * self.d..(j + 1) * self.d].copy_from_slice(o);
+                    self.mnorm[j] = o.iter().map(|v| v * v).sum();
+                }
                 _ => self.refresh_mean(j),
             }
         }
@@ -217,6 +236,8 @@ impl Clusters {
 /// Per-cluster quantities the certificate needs, refreshed once per iteration.
 struct Geometry<T> {
     centers: Vec<T>,
+    /// The centres transposed (`d × k`) for the sparse tile kernel; empty for dense data.
+    ct: Vec<T>,
     cc: Vec<T>,
     cc_max: f64,
     /// ‖c_T − c_f64‖: the rounding of the data-type copy of each centre (0 for f64).
@@ -226,8 +247,9 @@ struct Geometry<T> {
 }
 
 impl<T: Real> Geometry<T> {
-    fn new(means: &[f64], k: usize, d: usize) -> Self {
+    fn new(x: &Matrix<'_, T>, means: &[f64], k: usize, d: usize) -> Self {
         let centers: Vec<T> = means.iter().map(|&v| T::of(v)).collect();
+        let ct = x.transpose_centers(&centers, k, d);
         let round = centers
             .chunks_exact(d)
             .zip(means.chunks_exact(d))
@@ -249,7 +271,7 @@ impl<T: Real> Geometry<T> {
                 0.5 * best.sqrt()
             })
             .collect();
-        Geometry { centers, cc, cc_max, round, half_sep }
+        Geometry { centers, ct, cc, cc_max, round, half_sep }
     }
 }
 
@@ -397,7 +419,7 @@ fn assign_pass<T: Real>(
                     let i = s.rows[q];
                     let (r, a) = (i - base, labels[i] as usize);
                     let [grow, shrink, two_s, ratio] = cert.per_cluster[a];
-                    let da2 = sq_dist_f64(data.row(i), &means[a * d..(a + 1) * d]);
+                    let da2 = data.dist2(i, &means[a * d..(a + 1) * d], cl.mnorm[a]);
                     let u = da2.sqrt();
                     up[r] = u - grow;
                     if ratio * (lo[r] - shrink).max(two_s - u) < u {
@@ -411,7 +433,7 @@ fn assign_pass<T: Real>(
                 if s.rows.is_empty() {
                     return out;
                 }
-                tile_partial_dists(data.x, d, &geo.centers, &geo.cc, k, s);
+                data.x.tile_partial(d, &geo.centers, &geo.ct, &geo.cc, k, s);
                 for (r, &i) in s.rows.iter().enumerate() {
                     let row = &mut s.dots[r * k..(r + 1) * k];
                     let a = labels[i] as usize;
@@ -424,7 +446,7 @@ fn assign_pass<T: Real>(
                     let lower_of = |v: f64| ((v - slack).max(0.0).sqrt() - geo.round).max(0.0);
                     let local = i - base;
                     if j1 != a {
-                        let db2 = sq_dist_f64(data.row(i), &means[j1 * d..(j1 + 1) * d]);
+                        let db2 = data.dist2(i, &means[j1 * d..(j1 + 1) * d], cl.mnorm[j1]);
                         if db2 < da2 {
                             out.moves.push((i as u32, j1 as u32));
                             let [grow, shrink, _, _] = cert.per_cluster[j1];
@@ -471,7 +493,7 @@ const DENSE_MAX_KD: usize = 32;
 /// Lloyd's assignment without bounds for tiny k·d: exact distances to every centre, eight centres
 /// at a time in fixed-width lanes (coordinates transposed, missing centres padded at infinity), a
 /// move wherever another centre is strictly nearer than the current one.
-fn dense_lloyd_pass<T: Real>(data: &Data<'_, T>, means: &[f64], k: usize, labels: &[u32]) -> Vec<ChunkOut> {
+fn dense_lloyd_pass<T: Real>(data: &Data<'_, T>, x: &[T], means: &[f64], k: usize, labels: &[u32]) -> Vec<ChunkOut> {
     const W: usize = 8;
     let d = data.d;
     let kc = k.div_ceil(W);
@@ -491,7 +513,7 @@ fn dense_lloyd_pass<T: Real>(data: &Data<'_, T>, means: &[f64], k: usize, labels
             }
             for (r, &a) in lab.iter().enumerate() {
                 let i = t * TILE + r;
-                let x = data.row(i);
+                let x = &x[i * d..(i + 1) * d];
                 let a = a as usize;
                 let (mut best, mut best_c, mut own) = (f64::INFINITY, 0usize, f64::INFINITY);
                 let mut best_acc = [0.0f64; W];
@@ -546,7 +568,12 @@ pub fn run<T: Real>(
     total_wxx: f64,
 ) -> Result<Run<T>> {
     let (n, d) = (data.n(), data.d);
-    let f = Factors { hartigan: algorithm == Algorithm::Hartigan };
+    // Hartigan starts with Lloyd's rule and switches to Hartigan's once Lloyd is at a fixed point
+    // (or below `tol`): see the module doc for why.
+    let mut f = Factors { hartigan: false };
+    let mut lloyd_phase = algorithm == Algorithm::Hartigan;
+    let mut dense_pass_used = false;
+    let mut hartigan_iters = 0usize;
     let init64: Vec<f64> = init.iter().map(|v| v.as_f64()).collect();
 
     // Iteration 0: nearest-centre assignment with exact bounds (every point starts uncertified).
@@ -554,7 +581,7 @@ pub fn run<T: Real>(
     let mut upper = super::try_filled(n, f64::INFINITY, "X")?;
     let mut lower = super::try_filled(n, 0.0f64, "X")?;
     {
-        let geo = Geometry::<T>::new(&init64, k, d);
+        let geo = Geometry::<T>::new(&data.x, &init64, k, d);
         let nearest = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
         labels.copy_from_slice(&nearest);
     }
@@ -586,19 +613,26 @@ pub fn run<T: Real>(
             .collect();
         let shift: f64 = drift.iter().map(|v| v * v).sum();
         if n_iter > 1 && tol > 0.0 && shift <= tol {
-            converged = true;
-            break;
+            if lloyd_phase {
+                switch_to_hartigan(&mut f, &mut lloyd_phase, dense_pass_used, &mut upper, &mut lower);
+            } else if f.hartigan && hartigan_iters == 0 {
+                // the shift is still Lloyd's last one: give Hartigan's rule one iteration
+            } else {
+                converged = true;
+                break;
+            }
         }
         if n_iter >= max_iter {
             break;
         }
         n_iter += 1;
-        let geo = Geometry::<T>::new(&cl.means, k, d);
+        let geo = Geometry::<T>::new(&data.x, &cl.means, k, d);
         drift_sums.add(&drift);
         prev_means = cl.means.clone();
 
-        let outs = if !f.hartigan && k * d <= DENSE_MAX_KD {
-            dense_lloyd_pass(data, &cl.means, k, &labels)
+        let outs = if let (false, true, Matrix::Dense(x)) = (f.hartigan, k * d <= DENSE_MAX_KD, data.x) {
+            dense_pass_used = true;
+            dense_lloyd_pass(data, x, &cl.means, k, &labels)
         } else {
             assign_pass(data, &geo, &drift_sums, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum))
         };
@@ -611,7 +645,7 @@ pub fn run<T: Real>(
             st.certified += out.certified;
             for &(i, to) in &out.moves {
                 let (i, to) = (i as usize, to as usize);
-                cl.move_point(data.row(i), data.w[i], labels[i] as usize, to);
+                cl.move_point(data, i, labels[i] as usize, to);
                 labels[i] = to as u32;
             }
             st.batch_moves += out.moves.len();
@@ -633,6 +667,7 @@ pub fn run<T: Real>(
         st.sse_after_batch = cl.sse(total_wxx);
         // Hartigan-only moves, one at a time against the current means.
         if f.hartigan {
+            hartigan_iters += 1;
             for out in &outs {
                 for &i in &out.candidates {
                     let i = i as usize;
@@ -649,6 +684,10 @@ pub fn run<T: Real>(
         let moved = st.batch_moves + st.sequential_moves;
         stats.push(st);
         if moved == 0 {
+            if lloyd_phase {
+                switch_to_hartigan(&mut f, &mut lloyd_phase, dense_pass_used, &mut upper, &mut lower);
+                continue;
+            }
             converged = true;
             break;
         }
@@ -657,12 +696,23 @@ pub fn run<T: Real>(
     // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn.
     let (cl, mut inertia) = Clusters::from_labels(data, &labels, k, &cl.means, true);
     if algorithm == Algorithm::Lloyd && !converged_strict(&stats) {
-        let geo = Geometry::<T>::new(&cl.means, k, d);
+        let geo = Geometry::<T>::new(&data.x, &cl.means, k, d);
         labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
         inertia = self::inertia(data, &cl.means, &labels);
     }
     let centers: Vec<T> = cl.means.iter().map(|&v| T::of(v)).collect();
     Ok(Run { centers, labels, inertia, n_iter, converged, stats })
+}
+
+/// Hartigan's run leaves its Lloyd phase: from now on the size factors apply. The bounds stay valid
+/// (they are distances), except after the bound-free dense Lloyd pass, which did not keep them.
+fn switch_to_hartigan(f: &mut Factors, lloyd_phase: &mut bool, dense_pass_used: bool, upper: &mut [f64], lower: &mut [f64]) {
+    *f = Factors { hartigan: true };
+    *lloyd_phase = false;
+    if dense_pass_used {
+        upper.iter_mut().for_each(|u| *u = f64::INFINITY);
+        lower.iter_mut().for_each(|l| *l = 0.0);
+    }
 }
 
 fn converged_strict(stats: &[IterStats]) -> bool {
@@ -677,22 +727,21 @@ fn sequential_move<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut 
     if cl.counts[a] <= 1 || w <= 0.0 {
         return false;
     }
-    let xi = data.row(i);
-    let gain = f.leave(cl.wsum[a], w) * sq_dist_f64(xi, &cl.means[a * d..(a + 1) * d]);
+    let gain = f.leave(cl.wsum[a], w) * data.dist2(i, &cl.means[a * d..(a + 1) * d], cl.mnorm[a]);
     if !gain.is_finite() {
         return false;
     }
     let mut best = (a, f64::INFINITY);
     for b in 0..cl.k {
         if b != a {
-            let cost = f.join(cl.wsum[b], w) * sq_dist_f64(xi, &cl.means[b * d..(b + 1) * d]);
+            let cost = f.join(cl.wsum[b], w) * data.dist2(i, &cl.means[b * d..(b + 1) * d], cl.mnorm[b]);
             if cost < best.1 {
                 best = (b, cost);
             }
         }
     }
     if best.1 < gain * (1.0 - MOVE_MARGIN) {
-        cl.move_point(xi, w, a, best.0);
+        cl.move_point(data, i, a, best.0);
         cl.refresh_mean(a);
         cl.refresh_mean(best.0);
         labels[i] = best.0 as u32;
@@ -728,7 +777,7 @@ fn nearest_with_bounds<T: Real>(
                 let base = t * TILE;
                 s.rows.clear();
                 s.rows.extend(base..base + lab.len());
-                tile_partial_dists(data.x, d, &geo.centers, &geo.cc, k, s);
+                data.x.tile_partial(d, &geo.centers, &geo.ct, &geo.cc, k, s);
                 for r in 0..lab.len() {
                     let i = base + r;
                     let (j1, p1, p2) = top2(&mut s.dots[r * k..(r + 1) * k]);
@@ -767,13 +816,14 @@ fn relocate_empty<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [
         if cl.counts[a] < 2 || w <= 0.0 {
             return -1.0; // not eligible
         }
-        let g = w * f.leave(cl.wsum[a], w) * sq_dist_f64(data.row(i), &cl.means[a * d..(a + 1) * d]);
+        let g = w * f.leave(cl.wsum[a], w) * data.dist2(i, &cl.means[a * d..(a + 1) * d], cl.mnorm[a]);
         if g.is_finite() {
             g
         } else {
             -1.0
         }
     };
+    let assigned_norms = if f.hartigan { Vec::new() } else { center_norms(assigned, d) };
     let score: Vec<f64> = {
         let cl = &*cl;
         labels
@@ -784,7 +834,7 @@ fn relocate_empty<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [
                 if f.hartigan {
                     hartigan_gain(cl, i, a)
                 } else {
-                    sq_dist_f64(data.row(i), &assigned[a * d..(a + 1) * d])
+                    data.dist2(i, &assigned[a * d..(a + 1) * d], assigned_norms[a])
                 }
             })
             .collect()
@@ -807,7 +857,7 @@ fn relocate_empty<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [
     if !f.hartigan {
         for (&j, &i) in empty.iter().zip(&order) {
             let a = labels[i] as usize;
-            cl.move_point(data.row(i), data.w[i], a, j);
+            cl.move_point(data, i, a, j);
             labels[i] = j as u32;
             moved.push(i);
         }
@@ -833,7 +883,7 @@ fn relocate_empty<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [
             if hartigan_gain(cl, i, a) < 0.0 {
                 continue; // its cluster gave points away already
             }
-            cl.move_point(data.row(i), data.w[i], a, j);
+            cl.move_point(data, i, a, j);
             cl.refresh_mean(a);
             cl.refresh_mean(j);
             labels[i] = j as u32;
@@ -847,6 +897,7 @@ fn relocate_empty<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [
 /// Exact weighted SSE of a partition against the given means (f64, parallel over fixed blocks).
 pub fn inertia<T: Real>(data: &Data<'_, T>, means: &[f64], labels: &[u32]) -> f64 {
     let d = data.d;
+    let norms = center_norms(means, d);
     let parts: Vec<f64> = labels
         .par_chunks(4096)
         .enumerate()
@@ -855,7 +906,7 @@ pub fn inertia<T: Real>(data: &Data<'_, T>, means: &[f64], labels: &[u32]) -> f6
                 .enumerate()
                 .map(|(r, &j)| {
                     let i = b * 4096 + r;
-                    data.w[i] * sq_dist_f64(data.row(i), &means[j as usize * d..(j as usize + 1) * d])
+                    data.w[i] * data.dist2(i, &means[j as usize * d..(j as usize + 1) * d], norms[j as usize])
                 })
                 .sum::<f64>()
         })

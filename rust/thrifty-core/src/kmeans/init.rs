@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use super::distance::{sq_dist, sq_norm, tile_partial_dists, Scratch, TILE};
+use super::distance::{sq_dist, sq_norm, Scratch, TILE};
+use super::matrix::Matrix;
 use crate::rng::{uniform, Stream};
 use crate::error::{Result, ThriftyError};
 use crate::scalar::Real;
@@ -20,7 +21,7 @@ use crate::scalar::Real;
 /// ∝ w·D² walks the lists' potentials, then one list. Candidates are evaluated in parallel; every
 /// sum runs in a fixed order, so the result does not depend on the thread count.
 pub fn kmeans_plusplus<T: Real>(
-    x: &[T],
+    x: &Matrix<'_, T>,
     d: usize,
     xx: &[f64],
     w: &[f64],
@@ -29,12 +30,12 @@ pub fn kmeans_plusplus<T: Real>(
     cancel: &AtomicBool,
 ) -> Result<Vec<T>> {
     let n = w.len();
-    let row = |i: usize| &x[i * d..(i + 1) * d];
     let n_trials = 2 + (k as f64).ln().floor() as usize;
     let mut centers = Vec::with_capacity(k * d);
     let first = weighted_pick(w, w.iter().sum(), uniform(rng));
-    centers.extend_from_slice(row(first));
-    let mut closest: Vec<f64> = (0..n).into_par_iter().map(|i| sq_dist(row(i), row(first))).collect();
+    x.push_row(first, d, &mut centers);
+    let first_c: Vec<f64> = centers.iter().map(|v| v.as_f64()).collect();
+    let mut closest: Vec<f64> = (0..n).into_par_iter().map(|i| x.dist2(i, d, xx[i], &first_c, xx[first])).collect();
     let mut owner = vec![0u32; n];
     let mut members: Vec<Vec<u32>> = vec![(0..n as u32).collect()];
     let mut list_pot: Vec<f64> = Vec::with_capacity(k);
@@ -68,7 +69,10 @@ pub fn kmeans_plusplus<T: Real>(
         // For each candidate: the potential it removes and the points it would take over. Lists
         // are evaluated in parallel, each against the candidates its radius does not rule out,
         // with GEMM tiles; the per-list results are combined in list order.
-        let cx_all: Vec<T> = cands.iter().flat_map(|&q| row(q).iter().copied()).collect();
+        let mut cx_all: Vec<T> = Vec::with_capacity(n_trials * d);
+        for &q in &cands {
+            x.push_row(q, d, &mut cx_all);
+        }
         let per_list: Vec<(Vec<f64>, Vec<Vec<(u32, f64)>>)> = members
             .par_iter()
             .enumerate()
@@ -88,11 +92,12 @@ pub fn kmeans_plusplus<T: Real>(
                     let cx: Vec<T> = ok.iter().flat_map(|&t| cx_all[t * d..(t + 1) * d].iter().copied()).collect();
                     let cc: Vec<T> = cx.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
                     let m = ok.len();
+                    let ct = x.transpose_centers(&cx, m, d);
                     let mut pending = mem.iter().map(|&i| i as usize).filter(|&i| 4.0 * closest[i] > min_dc2).peekable();
                     while pending.peek().is_some() && !cancel.load(Ordering::Relaxed) {
                         s.rows.clear();
                         s.rows.extend(pending.by_ref().take(TILE));
-                        tile_partial_dists(x, d, &cx, &cc, m, s);
+                        x.tile_partial(d, &cx, &ct, &cc, m, s);
                         for (r, &i) in s.rows.iter().enumerate() {
                             let ci = closest[i];
                             for (q, &t) in ok.iter().enumerate() {
@@ -116,7 +121,7 @@ pub fn kmeans_plusplus<T: Real>(
             }
         }
         let best = (0..n_trials).fold(0, |b, t| if evals[t].0 > evals[b].0 { t } else { b });
-        centers.extend_from_slice(row(cands[best]));
+        x.push_row(cands[best], d, &mut centers);
         let taken = &evals[best].1;
         let mut touched = vec![false; c];
         for &(i, nd) in taken {
@@ -165,7 +170,7 @@ fn pick_from_lists(members: &[Vec<u32>], list_pot: &[f64], closest: &[f64], w: &
 }
 
 /// `k` distinct rows drawn with probability ∝ weight (sklearn's `init="random"`).
-pub fn random_rows<T: Real>(x: &[T], d: usize, w: &[f64], k: usize, rng: &mut Stream) -> Vec<T> {
+pub fn random_rows<T: Real>(x: &Matrix<'_, T>, d: usize, w: &[f64], k: usize, rng: &mut Stream) -> Vec<T> {
     let mut avail: Vec<f64> = w.to_vec();
     let mut total: f64 = avail.iter().sum();
     let mut centers = Vec::with_capacity(k * d);
@@ -181,7 +186,7 @@ pub fn random_rows<T: Real>(x: &[T], d: usize, w: &[f64], k: usize, rng: &mut St
         if total < 0.0 {
             total = avail.iter().filter(|v| **v > 0.0).sum();
         }
-        centers.extend_from_slice(&x[i * d..(i + 1) * d]);
+        x.push_row(i, d, &mut centers);
     }
     centers
 }

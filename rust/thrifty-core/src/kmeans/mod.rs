@@ -1,12 +1,15 @@
 //! k-means: greedy k-means++ seeding, Lloyd with Hamerly bounds, and batched Hartigan — one
 //! machinery (`batched`) whose certificates, batch and sequential phases are described there.
 //!
-//! Data cross this API as row-major slices (`n × d`) in f32 or f64; sums and decisions run in f64.
-//! Data far from the origin are mean-centred in a working copy for precision (as scikit-learn does
-//! always); the caller's array is never modified.
+//! Data cross this API as row-major slices (`n × d`) in f32 or f64, or as CSR matrices
+//! ([`Matrix::Csr`], the `*_matrix` functions) that are read in place with sparse kernels; sums and
+//! decisions run in f64. Dense data far from the origin are mean-centred in a working copy for
+//! precision (as scikit-learn does always for dense data; sparse data are never centred, as in
+//! scikit-learn); the caller's array is never modified.
 pub mod batched;
 pub mod distance;
 pub mod init;
+pub mod matrix;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,6 +18,7 @@ use rayon::prelude::*;
 pub use batched::{Algorithm, IterStats};
 use batched::Data;
 use distance::{sq_dist, sq_norm, TILE};
+pub use matrix::{Csr, Matrix};
 
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::rng::stream;
@@ -72,12 +76,25 @@ fn check_cancel(cancel: &AtomicBool) -> Result<()> {
     }
 }
 
-fn check_data<T: Real>(x: &[T], n: usize, d: usize) -> Result<()> {
-    ensure_matrix("X", x, n, d)?;
-    if x.iter().any(|v| !v.is_finite()) {
-        return Err(ThriftyError::NotFinite { arg: "X" });
+fn check_data<T: Real>(x: &Matrix<'_, T>, n: usize, d: usize) -> Result<()> {
+    match x {
+        Matrix::Dense(x) => {
+            ensure_matrix("X", x, n, d)?;
+            if x.iter().any(|v| !v.is_finite()) {
+                return Err(ThriftyError::NotFinite { arg: "X" });
+            }
+            Ok(())
+        }
+        Matrix::Csr(m) => m.check(n, d),
     }
-    Ok(())
+}
+
+/// The shape checks of [`check_data`] without the finiteness scan (done by the fit's first pass).
+fn check_shape<T: Real>(x: &Matrix<'_, T>, n: usize, d: usize) -> Result<()> {
+    match x {
+        Matrix::Dense(x) => ensure_matrix("X", x, n, d),
+        Matrix::Csr(m) => m.check(n, d),
+    }
 }
 
 fn check_weights(w: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
@@ -116,6 +133,21 @@ pub fn fit_cancellable<T: Real>(
     cancel: &AtomicBool,
 ) -> Result<Fit<T>> {
     ensure_matrix("X", x, n, d)?;
+    fit_matrix(Matrix::Dense(x), n, d, sample_weight, init, p, cancel)
+}
+
+/// [`fit_cancellable`] for dense or CSR data (`n × d`). CSR rows are read in place: distance tiles
+/// are sparse products with the transposed centres, centre sums add the non-zeros only.
+pub fn fit_matrix<T: Real>(
+    x: Matrix<'_, T>,
+    n: usize,
+    d: usize,
+    sample_weight: Option<&[f64]>,
+    init: Init<'_, T>,
+    p: &Params,
+    cancel: &AtomicBool,
+) -> Result<Fit<T>> {
+    check_shape(&x, n, d)?;
     let w = check_weights(sample_weight, n)?;
     let k = p.n_clusters;
     if k == 0 {
@@ -145,23 +177,20 @@ pub fn fit_cancellable<T: Real>(
     // One read pass: column sums and row norms over fixed blocks (deterministic on any thread count);
     // it doubles as the finiteness check.
     let mut xx = try_filled(n, 0.0f64, "X")?;
-    let col_sums: Vec<Vec<f64>> = x
-        .par_chunks(d * 4096)
-        .zip(xx.par_chunks_mut(4096))
-        .map(|(src, norms)| {
+    let col_sums: Vec<Vec<f64>> = xx
+        .par_chunks_mut(4096)
+        .enumerate()
+        .map(|(b, norms)| {
             let mut s = vec![0.0f64; d];
-            for (row, nrm) in src.chunks_exact(d).zip(norms.iter_mut()) {
-                for (m, v) in s.iter_mut().zip(row) {
-                    *m += v.as_f64();
-                }
-                *nrm = sq_norm(row);
+            for (r, nrm) in norms.iter_mut().enumerate() {
+                *nrm = x.norm_and_sum(b * 4096 + r, d, &mut s);
             }
             s
         })
         .collect();
     // A row is finite iff its squared norm is, unless the norm overflowed: only then scan the data.
     if xx.iter().any(|v| !v.is_finite()) {
-        check_data(x, n, d)?;
+        check_data(&x, n, d)?;
     }
     let mut mean = vec![0.0f64; d];
     for s in &col_sums {
@@ -177,7 +206,8 @@ pub fn fit_cancellable<T: Real>(
     // it buys, and the caller's array is used as is (read-only).
     let centred: Vec<T>;
     let mut origin = vec![0.0f64; d]; // the data's mean in working coordinates
-    let xw: &[T] = if mean_sq > var_sum {
+    let xw: Matrix<'_, T> = match x {
+        Matrix::Dense(x) if mean_sq > var_sum => {
         let mut xc = try_filled(n * d, T::zero(), "X")?;
         xc.par_chunks_mut(d * TILE).zip(x.par_chunks(d * TILE)).zip(xx.par_chunks_mut(TILE)).for_each(|((dst, src), norms)| {
             for ((drow, srow), nrm) in dst.chunks_exact_mut(d).zip(src.chunks_exact(d)).zip(norms.iter_mut()) {
@@ -188,15 +218,18 @@ pub fn fit_cancellable<T: Real>(
             }
         });
         centred = xc;
-        &centred
-    } else {
-        origin = mean.clone();
-        mean.iter_mut().for_each(|m| *m = 0.0);
-        x
+        Matrix::Dense(&centred[..])
+        }
+        _ => {
+            origin = mean.clone();
+            mean.iter_mut().for_each(|m| *m = 0.0);
+            x
+        }
     };
+    let is_centred = matches!((&x, &xw), (Matrix::Dense(a), Matrix::Dense(b)) if a.as_ptr() != b.as_ptr());
     // scikit-learn's tolerance: tol × mean per-feature variance (from the centred norms when centred:
     // E‖x‖² − ‖mean‖² cancels exactly when the offset dominates).
-    let var_sum = if xw.as_ptr() == x.as_ptr() { var_sum } else { xx.iter().sum::<f64>() / n as f64 };
+    let var_sum = if is_centred { xx.iter().sum::<f64>() / n as f64 } else { var_sum };
     let tol = p.tol * var_sum / d as f64;
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
     let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel, origin: &origin };
@@ -209,8 +242,8 @@ pub fn fit_cancellable<T: Real>(
             check_cancel(cancel)?;
             let mut rng = stream(p.seed, r as u64);
             let init_c: Vec<T> = match &init {
-                Init::KMeansPlusPlus => init::kmeans_plusplus(xw, d, &xx, &w, k, &mut rng, cancel)?,
-                Init::Random => init::random_rows(xw, d, &w, k, &mut rng),
+                Init::KMeansPlusPlus => init::kmeans_plusplus(&xw, d, &xx, &w, k, &mut rng, cancel)?,
+                Init::Random => init::random_rows(&xw, d, &w, k, &mut rng),
                 Init::Centers(c) => c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() - m))).collect(),
             };
             Ok((r, batched::run(&data, &init_c, k, p.algorithm, p.max_iter, tol, total_wxx)?, init_c))
@@ -237,38 +270,93 @@ fn check_centers<T: Real>(centers: &[T], k: usize, d: usize) -> Result<()> {
 /// label never depends on the other rows it is passed with. Stops with `Err(Interrupted)` soon
 /// after `cancel` is raised (checked per tile of rows).
 pub fn predict<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<Vec<u32>> {
-    check_data(x, n, d)?;
+    ensure_matrix("X", x, n, d)?;
+    predict_matrix(Matrix::Dense(x), n, d, centers, k, cancel)
+}
+
+/// [`predict`] for dense or CSR rows (sparse rows: ‖x‖² − 2·x·c + ‖c‖² with a sparse dot).
+pub fn predict_matrix<T: Real>(x: Matrix<'_, T>, n: usize, d: usize, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<Vec<u32>> {
+    check_data(&x, n, d)?;
     check_centers(centers, k, d)?;
+    let rows = Rows::new(x, d, centers);
     let mut labels = try_filled(n, 0u32, "X")?;
     labels.par_chunks_mut(TILE).enumerate().for_each(|(t, lab)| {
         if cancel.load(Ordering::Relaxed) {
             return;
         }
         for (r, l) in lab.iter_mut().enumerate() {
-            *l = nearest(&x[(t * TILE + r) * d..(t * TILE + r + 1) * d], centers).0;
+            *l = rows.nearest(t * TILE + r).0;
         }
     });
     check_cancel(cancel)?;
     Ok(labels)
 }
 
-/// Nearest centre of `xi` (lowest index on ties) and its squared distance.
-fn nearest<T: Real>(xi: &[T], centers: &[T]) -> (u32, f64) {
-    let mut best = (0u32, f64::INFINITY);
-    for (j, c) in centers.chunks_exact(xi.len()).enumerate() {
-        let v = sq_dist(xi, c);
-        if v < best.1 {
-            best = (j as u32, v);
+/// Exact distances of single rows to a fixed set of centres (predict, transform, inertia).
+struct Rows<'a, T> {
+    x: Matrix<'a, T>,
+    d: usize,
+    centers: &'a [T],
+    /// Sparse rows only: the centres in f64 with their squared norms.
+    c64: Vec<f64>,
+    cn: Vec<f64>,
+}
+
+impl<'a, T: Real> Rows<'a, T> {
+    fn new(x: Matrix<'a, T>, d: usize, centers: &'a [T]) -> Self {
+        let (c64, cn) = if x.is_sparse() {
+            let c64: Vec<f64> = centers.iter().map(|v| v.as_f64()).collect();
+            let cn = matrix::center_norms(&c64, d);
+            (c64, cn)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Rows { x, d, centers, c64, cn }
+    }
+
+    /// Squared distance of row i to centre j.
+    #[inline]
+    fn dist2(&self, i: usize, j: usize, xx: f64) -> f64 {
+        let d = self.d;
+        match self.x {
+            Matrix::Dense(x) => sq_dist(&x[i * d..(i + 1) * d], &self.centers[j * d..(j + 1) * d]),
+            Matrix::Csr(_) => self.x.dist2(i, d, xx, &self.c64[j * d..(j + 1) * d], self.cn[j]),
         }
     }
-    best
+
+    fn row_norm(&self, i: usize) -> f64 {
+        match self.x {
+            Matrix::Dense(_) => 0.0, // unused by dense distances
+            Matrix::Csr(_) => self.x.row_sq_norm(i, self.d),
+        }
+    }
+
+    /// Nearest centre of row i (lowest index on ties) and its squared distance.
+    fn nearest(&self, i: usize) -> (u32, f64) {
+        let xx = self.row_norm(i);
+        let mut best = (0u32, f64::INFINITY);
+        for j in 0..self.centers.len() / self.d {
+            let v = self.dist2(i, j, xx);
+            if v < best.1 {
+                best = (j as u32, v);
+            }
+        }
+        best
+    }
 }
 
 /// Euclidean distances of every row to every centre (`n × k`, the data's precision); `Err` naming
 /// `n_clusters` when the `n × k` output cannot be allocated. Interruptible like [`predict`].
 pub fn transform<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<Vec<T>> {
-    check_data(x, n, d)?;
+    ensure_matrix("X", x, n, d)?;
+    transform_matrix(Matrix::Dense(x), n, d, centers, k, cancel)
+}
+
+/// [`transform`] for dense or CSR rows (the output is dense).
+pub fn transform_matrix<T: Real>(x: Matrix<'_, T>, n: usize, d: usize, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<Vec<T>> {
+    check_data(&x, n, d)?;
     check_centers(centers, k, d)?;
+    let rows = Rows::new(x, d, centers);
     let len = n.checked_mul(k).ok_or_else(|| ThriftyError::invalid("n_clusters", format!("{n} x {k} distances overflow")))?;
     let mut out = try_filled(len, T::zero(), "n_clusters")?;
     out.par_chunks_mut(k * TILE).enumerate().for_each(|(t, block)| {
@@ -276,9 +364,10 @@ pub fn transform<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize, 
             return;
         }
         for (r, row) in block.chunks_exact_mut(k).enumerate() {
-            let xi = &x[(t * TILE + r) * d..(t * TILE + r + 1) * d];
-            for (o, c) in row.iter_mut().zip(centers.chunks_exact(d)) {
-                *o = T::of(sq_dist(xi, c).sqrt());
+            let i = t * TILE + r;
+            let xx = rows.row_norm(i);
+            for (j, o) in row.iter_mut().enumerate() {
+                *o = T::of(rows.dist2(i, j, xx).sqrt());
             }
         }
     });
@@ -289,9 +378,24 @@ pub fn transform<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize, 
 /// Weighted sum of squared distances of each row to its nearest centre (scikit-learn's `score` is
 /// minus this), in O(n) memory (no `n × k` matrix). Interruptible like [`predict`].
 pub fn inertia<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<f64> {
-    check_data(x, n, d)?;
+    ensure_matrix("X", x, n, d)?;
+    inertia_matrix(Matrix::Dense(x), n, d, sample_weight, centers, k, cancel)
+}
+
+/// [`inertia`] for dense or CSR rows.
+pub fn inertia_matrix<T: Real>(
+    x: Matrix<'_, T>,
+    n: usize,
+    d: usize,
+    sample_weight: Option<&[f64]>,
+    centers: &[T],
+    k: usize,
+    cancel: &AtomicBool,
+) -> Result<f64> {
+    check_data(&x, n, d)?;
     check_centers(centers, k, d)?;
     let w = check_weights(sample_weight, n)?;
+    let rows = Rows::new(x, d, centers);
     let parts: Vec<f64> = w
         .par_chunks(TILE)
         .enumerate()
@@ -299,7 +403,7 @@ pub fn inertia<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64
             if cancel.load(Ordering::Relaxed) {
                 return 0.0;
             }
-            wt.iter().enumerate().map(|(r, wi)| wi * nearest(&x[(t * TILE + r) * d..(t * TILE + r + 1) * d], centers).1).sum()
+            wt.iter().enumerate().map(|(r, wi)| wi * rows.nearest(t * TILE + r).1).sum()
         })
         .collect();
     check_cancel(cancel)?;
