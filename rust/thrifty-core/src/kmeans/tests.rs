@@ -390,7 +390,7 @@ fn many_runs_keep_the_first_best_without_holding_them_all() {
     let alone = (0..300)
         .map(|r| {
             let mut rng = stream(3, r as u64);
-            let init = init::random_rows(&x, d, &[1.0; 200], k, &mut rng);
+            let init = init::random_rows(&Matrix::Dense(&x[..]), d, &[1.0; 200], k, &mut rng);
             fit(&x, n, d, None, Init::Centers(&init), &params(k, Algorithm::Lloyd, 0)).unwrap().run.inertia
         })
         .collect::<Vec<f64>>();
@@ -399,3 +399,100 @@ fn many_runs_keep_the_first_best_without_holding_them_all() {
     assert!((many.run.inertia - alone[best]).abs() <= 1e-9 * alone[best]);
 }
 
+
+/// CSR parts of a dense row-major matrix (zeros dropped, columns stored in reverse order so that
+/// nothing relies on sorted indices).
+fn to_csr<T: Real>(x: &[T], d: usize) -> (Vec<usize>, Vec<u32>, Vec<T>) {
+    let (mut indptr, mut indices, mut values) = (vec![0usize], Vec::new(), Vec::new());
+    for row in x.chunks_exact(d) {
+        for l in (0..d).rev() {
+            if row[l] != T::zero() {
+                indices.push(l as u32);
+                values.push(row[l]);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    (indptr, indices, values)
+}
+
+/// Sparse blobs: each row keeps ~30 % of its coordinates (the rest exact zeros).
+fn sparse_blobs(n: usize, d: usize, k: usize, seed: u64) -> Vec<f64> {
+    let mut x = gaussian_blobs(n, d, k, 1.0, seed);
+    let mut r = stream(seed, 3);
+    x.iter_mut().for_each(|v| {
+        if uniform(&mut r) > 0.3 {
+            *v = 0.0;
+        }
+    });
+    x
+}
+
+fn csr_equals_dense<T: Real>(x64: &[f64], n: usize, d: usize, k: usize, w: Option<&[f64]>, alg: Algorithm, rtol: f64) {
+    let x: Vec<T> = x64.iter().map(|&v| T::of(v)).collect();
+    let (indptr, indices, values) = to_csr(&x, d);
+    let csr = Matrix::Csr(Csr { indptr: &indptr, indices: &indices, values: &values });
+    let never = AtomicBool::new(false);
+    for init in [0usize, 1] {
+        let p = params(k, alg, 11);
+        let mk = || if init == 0 { Init::KMeansPlusPlus } else { Init::Random };
+        let dense = fit_matrix(Matrix::Dense(&x[..]), n, d, w, mk(), &p, &never).unwrap();
+        let sparse = fit_matrix(csr, n, d, w, mk(), &p, &never).unwrap();
+        assert_eq!(dense.init_centers, sparse.init_centers, "{alg:?} init {init}");
+        assert_eq!(dense.run.labels, sparse.run.labels, "{alg:?} init {init}");
+        assert!((dense.run.inertia - sparse.run.inertia).abs() <= rtol * dense.run.inertia, "{alg:?}");
+        let c = &sparse.run.centers;
+        assert_eq!(predict_matrix(csr, n, d, c, k, &never).unwrap(), predict(&x, n, d, c, k, &never).unwrap());
+        let (a, b) = (inertia_matrix(csr, n, d, w, c, k, &never).unwrap(), inertia(&x, n, d, w, c, k, &never).unwrap());
+        assert!((a - b).abs() <= rtol * b);
+        let (a, b) = (transform_matrix(csr, n, d, c, k, &never).unwrap(), transform(&x, n, d, c, k, &never).unwrap());
+        for (u, v) in a.iter().zip(&b) {
+            assert!((u.as_f64() - v.as_f64()).abs() <= 1e-3 * (1.0 + v.as_f64()));
+        }
+    }
+}
+
+#[test]
+fn csr_input_gives_the_dense_result() {
+    // Sparse data are never centred and their distances go through ‖x‖² − 2x·c + ‖c‖²: the same
+    // partition as the dense path, the inertia to rounding.
+    let (n, d, k) = (600, 20, 6);
+    let x = sparse_blobs(n, d, k, 5);
+    let w = weights(n, 5);
+    for alg in [Algorithm::Lloyd, Algorithm::Hartigan] {
+        for wt in [None, Some(&w[..])] {
+            csr_equals_dense::<f64>(&x, n, d, k, wt, alg, 1e-10);
+            csr_equals_dense::<f32>(&x, n, d, k, wt, alg, 1e-5);
+        }
+    }
+}
+
+#[test]
+fn malformed_csr_is_an_error_naming_x() {
+    let (indptr, indices, values) = (vec![0usize, 2, 1], vec![0u32, 1], vec![1.0f64, 2.0]);
+    let p = params(1, Algorithm::Lloyd, 0);
+    let never = AtomicBool::new(false);
+    let bad = |ip: &[usize], ix: &[u32], v: &[f64], d: usize| {
+        let m = Matrix::Csr(Csr { indptr: ip, indices: ix, values: v });
+        fit_matrix(m, ip.len() - 1, d, None, Init::Random, &p, &never).unwrap_err().to_string()
+    };
+    assert!(bad(&indptr, &indices, &values, 2).contains('X')); // indptr decreasing
+    assert!(bad(&[0, 2], &[0, 5], &values, 2).contains('X')); // column out of range
+    assert!(bad(&[0, 2], &[0, 1], &[1.0, f64::NAN], 2).contains('X'));
+}
+
+#[test]
+fn hartigan_never_ends_above_lloyd_from_the_same_start() {
+    // Hartigan runs Lloyd's rule (with its relocation of emptied clusters) to Lloyd's fixed point,
+    // then only descends: from any start it ends at or below Lloyd's inertia.
+    for seed in 0..6u64 {
+        let (n, d, k) = (1500, 8, 20);
+        let x = gaussian_blobs(n, d, k, 0.8, seed);
+        for random in [true, false] {
+            let again = || -> Init<'_, f64> { if random { Init::Random } else { Init::KMeansPlusPlus } };
+            let h = super::fit(&x, n, d, None, again(), &params(k, Algorithm::Hartigan, seed)).unwrap();
+            let l = super::fit(&x, n, d, None, again(), &params(k, Algorithm::Lloyd, seed)).unwrap();
+            assert!(h.run.inertia <= l.run.inertia * (1.0 + 1e-12), "seed {seed}: {} > {}", h.run.inertia, l.run.inertia);
+        }
+    }
+}
