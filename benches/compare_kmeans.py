@@ -15,6 +15,13 @@ batched Hartigan against the sequential ``hartigan-kmeans`` package at n=1e5, d=
 
     .venv/bin/python benches/compare_kmeans.py            # the full grid (about 20-40 min)
     .venv/bin/python benches/compare_kmeans.py --quick    # n in {1e4, 1e5} only
+    .venv/bin/python benches/compare_kmeans.py --only-empty --seeds 10   # the Hartigan-vs-Lloyd table
+
+The empty-cluster table (issue 10, A6) runs Hartigan and scikit-learn's Lloyd from the same
+random-rows start over classes of Gaussian mixtures (k, d, separation, n, dtype varied; many seeds)
+and prints the mean, min and max of inertia(Hartigan) / inertia(sklearn Lloyd) per class (target:
+mean < 1 in every class; by construction every ratio is <= 1 up to rounding). A CSR row compares
+fit times and inertia on sparse data against scikit-learn's KMeans on the same CSR matrix.
 """
 
 from __future__ import annotations
@@ -134,6 +141,69 @@ def empty_clusters(repeats: int) -> None:
           f"{ha_r.mean():.5f}, max {ha_r.max():.5f} (target: mean < 1)")
 
 
+# (n, d, k, cluster_std, dtype): classes of mixtures where clusters empty from a random-rows start.
+EMPTY_CLASSES = [
+    (3_000, 16, 16, 1.0, np.float32),
+    (3_000, 16, 16, 1.5, np.float64),
+    (10_000, 8, 32, 1.0, np.float64),
+    (10_000, 32, 40, 2.0, np.float32),
+    (5_000, 2, 20, 0.5, np.float64),
+    (20_000, 64, 128, 3.0, np.float32),
+    (100_000, 64, 64, 1.5, np.float32),  # the issue's case
+]
+
+
+def empty_cluster_table(seeds: int) -> None:
+    """Mean inertia ratio Hartigan / scikit-learn Lloyd from the same random-rows start, per class."""
+    print(f"\nHartigan vs scikit-learn Lloyd, same random-rows start, tol=0, 1 thread, {seeds} seeds per class")
+    print(f"{'n':>7} {'d':>3} {'k':>4} {'std':>4} {'dtype':>7} | {'mean ratio':>10} {'min':>8} {'max':>8} | "
+          f"{'our Lloyd/sk max|r-1|':>21} | {'H time/sk':>9}")
+    means = []
+    for n, d, k, std, dtype in EMPTY_CLASSES:
+        ratios, lloyd_dev, times = [], [], []
+        for seed in range(seeds if n < 100_000 else max(3, seeds // 3)):
+            X, _ = make_blobs(n_samples=n, n_features=d, centers=k, cluster_std=std, random_state=seed)
+            X = X.astype(dtype)
+            init = X[np.random.default_rng(seed).choice(n, k, replace=False)]
+            with threadpool_limits(1):
+                t_sk, sk = timed(lambda: KMeans(k, init=init, n_init=1, tol=0).fit(X))  # noqa: B023
+            t_ha, ha = timed(lambda: HartiganKMeans(k, init=init, tol=0, n_jobs=1).fit(X))  # noqa: B023
+            ll = HartiganKMeans(k, init=init, tol=0, n_jobs=1, algorithm="lloyd").fit(X)
+            ratios.append(ha.inertia_ / sk.inertia_)
+            lloyd_dev.append(abs(ll.inertia_ / sk.inertia_ - 1))
+            times.append(t_ha / t_sk)
+        r = np.array(ratios)
+        means.append(r.mean())
+        print(f"{n:>7} {d:>3} {k:>4} {std:>4} {dtype.__name__:>7} | {r.mean():>10.6f} {r.min():>8.5f} {r.max():>8.5f} | "
+              f"{max(lloyd_dev):>21.2e} | {statistics.median(times):>9.2f}", flush=True)
+    print(f"Hartigan / sklearn Lloyd: largest class mean {max(means):.6f} (target < 1 in every class: "
+          f"{'met' if max(means) < 1 else 'NOT met'})")
+
+
+def sparse_row(repeats: int) -> None:
+    """CSR input: our fit (sparse kernels, no dense copy) vs scikit-learn's KMeans on the same CSR."""
+    import scipy.sparse as sp
+
+    n, d, k = 50_000, 2_000, 32
+    rng = np.random.default_rng(0)
+    X = sp.random(n, d, density=0.01, format="csr", random_state=0, dtype=np.float64)
+    X = sp.csr_matrix(X + sp.csr_matrix((np.ones(n) * 3, (np.arange(n), rng.integers(0, k, n) * 7)), shape=(n, d)))
+    init = X[rng.choice(n, k, replace=False)].toarray()
+    sk_t, ll_t, ha_t = [], [], []
+    for _ in range(repeats):
+        with threadpool_limits(1):
+            t, sk = timed(lambda: KMeans(k, init=init, n_init=1, tol=0, max_iter=100).fit(X))
+        sk_t.append(t)
+        t, ll = timed(lambda: HartiganKMeans(k, init=init, tol=0, max_iter=100, algorithm="lloyd", n_jobs=1).fit(X))
+        ll_t.append(t)
+        t, ha = timed(lambda: HartiganKMeans(k, init=init, tol=0, max_iter=100, n_jobs=1).fit(X))
+        ha_t.append(t)
+    print(f"\nCSR n={n} d={d} density 1% k={k}, 1 thread, median of {repeats}: sklearn {statistics.median(sk_t):.3f} s "
+          f"({sk.n_iter_} it) | our Lloyd {statistics.median(ll_t):.3f} s ({ll.n_iter_} it, inertia / sklearn "
+          f"{ll.inertia_ / sk.inertia_:.8f}, speed-up {statistics.median(sk_t) / statistics.median(ll_t):.2f}x) | "
+          f"Hartigan {statistics.median(ha_t):.3f} s (inertia / sklearn {ha.inertia_ / sk.inertia_:.6f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="only n = 1e4 and 1e5")
@@ -145,7 +215,13 @@ def main() -> None:
     ap.add_argument("--k", type=int, nargs="*", default=[8, 64, 256])
     ap.add_argument("--skip-sequential", action="store_true")
     ap.add_argument("--skip-empty", action="store_true", help="skip the empty-cluster case (issue 10)")
+    ap.add_argument("--only-empty", action="store_true", help="only the empty-cluster table and the CSR row")
+    ap.add_argument("--seeds", type=int, default=8, help="seeds per class of the empty-cluster table")
     args = ap.parse_args()
+    if args.only_empty:
+        empty_cluster_table(args.seeds)
+        sparse_row(args.repeats)
+        return
     ns = args.n or ([10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000])
 
     print("k-means fit time, 1 thread, same k-means++ init, tol=0; median of", args.repeats, "runs")
@@ -176,6 +252,8 @@ def main() -> None:
     if not args.skip_empty:
         print("\nEmpty clusters: same random-rows start for all three")
         empty_clusters(args.repeats)
+        empty_cluster_table(args.seeds)
+        sparse_row(args.repeats)
     if not args.skip_sequential:
         versus_sequential(args.repeats)
 

@@ -96,15 +96,23 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     returns its initialisation. thrifty makes it as fast as Lloyd: triangle-inequality bounds with
     Hartigan's size factors certify points that cannot move; moves to a strictly nearer centre are
     applied together in parallel (always safe: the SSE cannot increase); the few remaining
-    Hartigan-only moves are applied one by one with O(d) updates. The SSE never increases. A batch
-    may empty a cluster; it is re-seeded in the same iteration (with
-    the point whose removal lowers the SSE most), so every fitted cluster is non-empty whenever
-    ``X`` has at least ``n_clusters`` distinct rows. ``algorithm="lloyd"`` runs Lloyd's algorithm
+    Hartigan-only moves are applied one by one with O(d) updates. The SSE never increases. The run
+    starts with Lloyd's rule (the same steps as ``algorithm="lloyd"``) and switches to Hartigan's
+    once Lloyd is at a fixed point, so from the same start it ends at or below
+    :class:`sklearn.cluster.KMeans`' inertia (Hartigan's size factors favour small clusters: used from
+    the start they keep alive the clusters that Lloyd empties and relocates to where they are
+    needed). A batch may empty a cluster; it is re-seeded in the same iteration, so every fitted
+    cluster is non-empty whenever ``X`` has at least ``n_clusters`` distinct rows. ``algorithm="lloyd"`` runs Lloyd's algorithm
     with the same bounds and fused distance tiles and follows :class:`sklearn.cluster.KMeans` step
     for step from the same start, empty clusters included (relocated to the points farthest from
     their centres, as scikit-learn does).
 
-    The parameters and fitted attributes follow :class:`sklearn.cluster.KMeans`.
+    The parameters and fitted attributes follow :class:`sklearn.cluster.KMeans`. ``X`` may be dense
+    or CSR (scipy.sparse; other sparse formats are converted to CSR): CSR is read in place by sparse
+    distance kernels (``‖x‖² − 2x·c + ‖c‖²`` with sparse dots, centre sums from the non-zeros), never
+    densified, and gives the dense result on the same data. Of scikit-learn's estimator checks,
+    exactly ``check_sample_weight_equivalence_on_dense_data`` and
+    ``check_sample_weight_equivalence_on_sparse_data`` fail, as scikit-learn expects of KMeans.
 
     Parameters
     ----------
@@ -132,8 +140,9 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Accepted for compatibility with scikit-learn; ``X`` is never modified either way (the core
         centres a private working copy).
     algorithm : {"hartigan", "lloyd", "elkan"}, default="hartigan"
-        Batched Hartigan or bounded Lloyd. ``"elkan"`` (scikit-learn's triangle-inequality Lloyd,
-        which gives Lloyd's result) runs our bounded Lloyd, which gives the same result.
+        Batched Hartigan (after a Lloyd phase, see above) or bounded Lloyd. ``"elkan"``
+        (scikit-learn's triangle-inequality Lloyd, which gives Lloyd's result) runs our bounded
+        Lloyd, which gives scikit-learn's Elkan result from the same start.
     n_jobs : int or None, default=None
         Threads for the core (``None`` = all cores, ``-1`` = all cores, ``k`` = ``k`` threads, at
         most the CPU count).
@@ -171,10 +180,8 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         buffers; the ``n_samples × n_clusters`` output of ``transform``) exceeds the machine's
         memory — the same exception types as :class:`sklearn.cluster.KMeans` for the same input.
     TypeError
-        On object arrays holding non-numbers (as scikit-learn) and on sparse input: unlike
-        :class:`sklearn.cluster.KMeans`, CSR/CSC matrices are not accepted (scikit-learn's estimator
-        checks accept this refusal; every one of them passes except the two sample-weight
-        equivalence checks that scikit-learn also expects KMeans to fail).
+        On object arrays holding non-numbers (as scikit-learn). Sparse input is accepted (CSR read
+        in place; NaN/inf in its data raise ``ValueError`` as for dense input).
 
     Examples
     --------
@@ -293,8 +300,9 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; float32 stays float32, other real dtypes become float64. Not modified.
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training data, dense or CSR (other sparse formats are converted to CSR); float32 stays
+            float32, other real dtypes become float64. Not modified, never densified.
         y : ignored
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights, not all zero; honoured by both algorithms (weighted means and
@@ -373,11 +381,11 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
                 f"SSE {s['sse_after_sequential'][i]:.6g}"
             )
 
-    def fit_predict(self, X: npt.ArrayLike, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> npt.NDArray[np.int32]:
+    def fit_predict(self, X: Any, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> npt.NDArray[np.int32]:
         """Fit and return ``labels_`` (shape (n_samples,), int32)."""
         return self.fit(X, sample_weight=sample_weight).labels_
 
-    def fit_transform(self, X: npt.ArrayLike, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> npt.NDArray[Any]:
+    def fit_transform(self, X: Any, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> npt.NDArray[Any]:
         """Fit and return the distances of ``X`` to the centres, shape (n_samples, n_clusters)."""
         return self.fit(X, sample_weight=sample_weight).transform(X)
 
@@ -390,12 +398,12 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             return _canonical_csr(Xv.astype(dtype, copy=False))
         return np.ascontiguousarray(Xv, dtype=dtype)
 
-    def predict(self, X: npt.ArrayLike) -> npt.NDArray[np.int32]:
+    def predict(self, X: Any) -> npt.NDArray[np.int32]:
         """Index of the nearest centre of each row.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or CSR sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
@@ -410,12 +418,12 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         x_arg, csr = _core_args(self._check_test_data(X))
         return _core.kmeans_predict(x_arg, self.cluster_centers_, check_n_jobs(self.n_jobs), csr=csr)
 
-    def transform(self, X: npt.ArrayLike) -> npt.NDArray[Any]:
+    def transform(self, X: Any) -> npt.NDArray[Any]:
         """Euclidean distances to every centre.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or CSR sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
@@ -433,7 +441,7 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         x_arg, csr = _core_args(Xv)
         return _core.kmeans_transform(x_arg, self.cluster_centers_, check_n_jobs(self.n_jobs), csr=csr)
 
-    def score(self, X: npt.ArrayLike, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> float:
+    def score(self, X: Any, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> float:
         """Opposite of the weighted inertia of ``X`` against the fitted centres (nearest-centre).
 
         Computed in O(n_samples) memory (no distance matrix); interruptible with Ctrl-C.
