@@ -204,6 +204,34 @@ def sparse_row(repeats: int) -> None:
           f"Hartigan {statistics.median(ha_t):.3f} s (inertia / sklearn {ha.inertia_ / sk.inertia_:.6f})")
 
 
+def versus_faiss(repeats: int) -> None:
+    """Our Lloyd vs faiss-cpu's Lloyd (`faiss.Kmeans`), 1 thread each, float32, the same initial
+    centres, 20 iterations each (faiss: no subsampling, `max_points_per_centroid` raised to n)."""
+    try:
+        import faiss
+    except ImportError:
+        print("\nfaiss-cpu is not installed (pip install faiss-cpu): no faiss row")
+        return
+    faiss.omp_set_num_threads(1)
+    iters = 20
+    print(f"\nLloyd vs faiss-cpu {faiss.__version__}, 1 thread, float32, same init, {iters} iterations, median of {repeats}")
+    for n, d, k in ((100_000, 16, 64), (100_000, 64, 64), (100_000, 64, 256)):
+        X, _ = make_blobs(n_samples=n, n_features=d, centers=k, cluster_std=2.0, random_state=0)
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        init = X[np.random.default_rng(0).choice(n, k, replace=False)].copy()
+        f_t, o_t = [], []
+        for _ in range(repeats):
+            km = faiss.Kmeans(d, k, niter=iters, max_points_per_centroid=n, min_points_per_centroid=1, seed=0)
+            t, _ = timed(lambda: km.train(X, init_centroids=init))  # noqa: B023
+            f_t.append(t)
+            t, ours = timed(lambda: HartiganKMeans(k, init=init, tol=0, max_iter=iters, algorithm="lloyd", n_jobs=1).fit(X))  # noqa: B023
+            o_t.append(t)
+        _, f_inertia = km.index.search(X, 1)
+        ft, ot = statistics.median(f_t), statistics.median(o_t)
+        print(f"  n={n} d={d} k={k}: faiss {ft:.3f} s | our Lloyd {ot:.3f} s -> {ft / ot:.2f}x "
+              f"(inertia ours / faiss {ours.inertia_ / float(f_inertia.sum()):.5f})", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="only n = 1e4 and 1e5")
@@ -221,6 +249,7 @@ def main() -> None:
     if args.only_empty:
         empty_cluster_table(args.seeds)
         sparse_row(args.repeats)
+        versus_faiss(args.repeats)
         return
     ns = args.n or ([10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000])
 
@@ -256,6 +285,7 @@ def main() -> None:
         sparse_row(args.repeats)
     if not args.skip_sequential:
         versus_sequential(args.repeats)
+    versus_faiss(args.repeats)
 
 
 if __name__ == "__main__":
