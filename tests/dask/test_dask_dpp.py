@@ -8,7 +8,8 @@ singleton inclusion frequencies vs the exact marginals K_ii (counts chi-square, 
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,9 +17,9 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
-from thrifty import _core  # noqa: E402
-from thrifty.dpp import Coreset, DistributedProjectionDPP, ProjectionDPP, orthonormalize  # noqa: E402
-from thrifty.dpp._dask import volume_cells  # noqa: E402
+from thrifty import _core
+from thrifty.dpp import Coreset, DistributedProjectionDPP, ProjectionDPP, orthonormalize
+from thrifty.dpp._dask import volume_cells
 
 LEAF = int(_core.DPP_LEAF_ROWS)
 
@@ -26,7 +27,9 @@ LEAF = int(_core.DPP_LEAF_ROWS)
 @pytest.fixture(scope="module")
 def dpp_cluster() -> Iterator[Any]:
     """One LocalCluster for the module (processes=False keeps start-up fast); scaled per test."""
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    )
     client = distributed.Client(cluster)
     try:
         yield cluster, client
@@ -54,7 +57,9 @@ def _features(n: int, p: int, seed: int, dtype: Any = np.float64) -> np.ndarray:
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
-def test_from_features_samples_identical_to_single_machine(dpp_cluster: Any, workers: int) -> None:
+def test_from_features_samples_identical_to_single_machine(
+    dpp_cluster: Any, workers: int
+) -> None:
     cluster, client = dpp_cluster
     _scale(cluster, client, workers)
     n, p = 5 * LEAF + 1234, 7
@@ -70,7 +75,9 @@ def test_from_features_samples_identical_to_single_machine(dpp_cluster: Any, wor
         assert dpp.rank == ref.rank == p
         got = dpp.sample_many(6, random_state=42)
         np.testing.assert_array_equal(got, want)
-        np.testing.assert_array_equal(dpp.sample(random_state=7), ref.sample(random_state=7))
+        np.testing.assert_array_equal(
+            dpp.sample(random_state=7), ref.sample(random_state=7)
+        )
         assert dpp.seed_ == 7
         if chunks[0] == LEAF:
             q = orthonormalize(X).compute()
@@ -87,16 +94,22 @@ def test_float32_rank_deficient_and_ill_conditioned_agree(dpp_cluster: Any) -> N
     for dtype, eps in ((np.float64, 1e-4), (np.float32, 3e-2)):
         data = _features(n, 5, 2)
         data[:, 4] = data[:, 0] - 2.0 * data[:, 1]  # rank 4
-        data[:, 2] = data[:, 3] + eps * data[:, 2]  # ill-conditioned: a second TSQR pass runs
+        data[:, 2] = (
+            data[:, 3] + eps * data[:, 2]
+        )  # ill-conditioned: a second TSQR pass runs
         data = data.astype(dtype)
         with pytest.warns(UserWarning, match="rank 4"):
             ref = ProjectionDPP.from_features(data)
         with pytest.warns(UserWarning, match="rank 4"):
             dpp = ProjectionDPP.from_features(da.from_array(data, chunks=(LEAF, 5)))
         assert dpp.rank == ref.rank == 4
-        np.testing.assert_array_equal(dpp.sample_many(4, random_state=3), ref.sample_many(4, random_state=3))
+        np.testing.assert_array_equal(
+            dpp.sample_many(4, random_state=3), ref.sample_many(4, random_state=3)
+        )
         q = ref.U
-        assert np.abs(q.T.astype(np.float64) @ q - np.eye(4)).max() < (1e-5 if data.dtype == np.float32 else 1e-12)
+        assert np.abs(q.T.astype(np.float64) @ q - np.eye(4)).max() < (
+            1e-5 if data.dtype == np.float32 else 1e-12
+        )
 
 
 def test_inclusion_frequencies_match_exact_marginals_on_dask(dpp_cluster: Any) -> None:
@@ -118,7 +131,9 @@ def test_inclusion_frequencies_match_exact_marginals_on_dask(dpp_cluster: Any) -
     stat = float((((counts - S * k) ** 2) / (S * k * (1 - k))).sum())
     assert stat < 110.0, stat
     # The same samples as one machine.
-    np.testing.assert_array_equal(samples, ProjectionDPP.from_features(x).sample_many(S, random_state=11))
+    np.testing.assert_array_equal(
+        samples, ProjectionDPP.from_features(x).sample_many(S, random_state=11)
+    )
 
 
 def test_coresets_identical_to_single_machine(dpp_cluster: Any) -> None:
@@ -129,14 +144,18 @@ def test_coresets_identical_to_single_machine(dpp_cluster: Any) -> None:
     for kernel, m in (("haar", 40), ("ope", 10)):
         ref = Coreset(x, m, kernel=kernel, random_state=5)
         for chunks in [(LEAF, 3), (2 * LEAF, 3)]:
-            cs = Coreset(da.from_array(x, chunks=chunks), m, kernel=kernel, random_state=5)
+            cs = Coreset(
+                da.from_array(x, chunks=chunks), m, kernel=kernel, random_state=5
+            )
             np.testing.assert_array_equal(cs.indices, ref.indices)
             np.testing.assert_array_equal(cs.weights, ref.weights)
             assert cs.size == ref.size
     # Any block of rows labels its points as the whole-data partition does.
     z = rng.uniform(size=(3000, 3))
     for m in (1, 7, 64, 100):
-        np.testing.assert_array_equal(volume_cells(z, m), np.asarray(_core.dpp_partition(z, m, "volume")["cells"]))
+        np.testing.assert_array_equal(
+            volume_cells(z, m), np.asarray(_core.dpp_partition(z, m, "volume")["cells"])
+        )
 
 
 def test_bad_input_is_a_clear_error_or_a_correct_result(dpp_cluster: Any) -> None:
@@ -147,11 +166,15 @@ def test_bad_input_is_a_clear_error_or_a_correct_result(dpp_cluster: Any) -> Non
     want = ProjectionDPP.from_features(x).sample(random_state=1)
     # Chunks along the feature axis: re-chunked to whole rows, same answer.
     X = da.from_array(x, chunks=(LEAF, 2))
-    np.testing.assert_array_equal(ProjectionDPP.from_features(X).sample(random_state=1), want)
+    np.testing.assert_array_equal(
+        ProjectionDPP.from_features(X).sample(random_state=1), want
+    )
     # NaN in one block: a clear error naming the argument and the row.
     bad = x.copy()
     bad[LEAF + 3, 2] = np.nan
-    with pytest.raises(ValueError, match=f"features contains NaN or infinity.*row {LEAF + 3}"):
+    with pytest.raises(
+        ValueError, match=f"features contains NaN or infinity.*row {LEAF + 3}"
+    ):
         ProjectionDPP.from_features(da.from_array(bad, chunks=(LEAF, p)))
     with pytest.raises(ValueError, match="X contains NaN"):
         Coreset(da.from_array(bad, chunks=(LEAF, p)), 8, random_state=0)
@@ -183,8 +206,13 @@ def test_worker_lost_mid_computation_gives_the_same_sample(dpp_cluster: Any) -> 
         return b
 
     X = da.from_array(x, chunks=(LEAF, p)).map_blocks(slow, dtype=x.dtype)
-    victim = sorted(client.scheduler_info()["workers"])[0]
-    killer = threading.Timer(0.1, lambda: client.sync(client.scheduler.retire_workers, workers=[victim], close_workers=True))
+    victim = min(client.scheduler_info()["workers"])
+    killer = threading.Timer(
+        0.1,
+        lambda: client.sync(
+            client.scheduler.retire_workers, workers=[victim], close_workers=True
+        ),
+    )
     killer.start()
     try:
         got = ProjectionDPP.from_features(X).sample_many(3, random_state=2)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -13,7 +14,14 @@ import numpy.typing as npt
 from thrifty import _core
 from thrifty._validation import RandomState, seed_from_random_state
 from thrifty.dpp import _dask
-from thrifty.dpp._checks import DeprecatedAlias, ReducedRankWarning, IntArray, check_int, check_matrix64, check_vector
+from thrifty.dpp._checks import (
+    DeprecatedAlias,
+    IntArray,
+    ReducedRankWarning,
+    check_int,
+    check_matrix64,
+    check_vector,
+)
 from thrifty.dpp._kernels import Density, Kernel, Split, StratifiedDPP, _discretize
 from thrifty.dpp._projection import ProjectionDPP
 

@@ -34,23 +34,43 @@ from thrifty._validation import RandomState, seed_from_random_state
 from thrifty.dpp._checks import FloatArray, IntArray, check_int, check_result_size
 
 LEAF: int = int(_core.DPP_LEAF_ROWS)
+F64 = npt.NDArray[np.float64]
+
+
+def _dask_mod() -> Any:
+    """The ``dask`` module (imported on first use: thrifty does not need dask otherwise)."""
+    import importlib
+
+    return importlib.import_module("dask")
 
 
 def is_dask_array(x: Any) -> bool:
     """True for a ``dask.array.Array`` (checked without importing dask)."""
-    return type(x).__module__.split(".")[0] == "dask" and hasattr(x, "to_delayed") and hasattr(x, "chunks")
+    return (
+        type(x).__module__.split(".")[0] == "dask"
+        and hasattr(x, "to_delayed")
+        and hasattr(x, "chunks")
+    )
 
 
 def aligned(X: Any, name: str) -> Any:
     """``X`` as a float32/float64 dask array whose chunks hold whole rows and start at logical
     block boundaries (rechunked if needed; the data are not read)."""
     if X.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got {X.ndim}-D with shape {X.shape}")
+        raise ValueError(
+            f"{name} must be a 2-D array, got {X.ndim}-D with shape {X.shape}"
+        )
     n, p = X.shape
-    if any(isinstance(c, float) and math.isnan(c) for c in X.chunks[0]) or (isinstance(n, float) and math.isnan(n)):
-        raise ValueError(f"{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() first")
+    if any(isinstance(c, float) and math.isnan(c) for c in X.chunks[0]) or (
+        isinstance(n, float) and math.isnan(n)
+    ):
+        raise ValueError(
+            f"{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() first"
+        )
     if n < 1 or p < 1:
-        raise ValueError(f"{name} must have at least 1 row and 1 column, got shape {X.shape}")
+        raise ValueError(
+            f"{name} must have at least 1 row and 1 column, got shape {X.shape}"
+        )
     kind = np.dtype(X.dtype).kind
     if kind not in "fiub":
         raise TypeError(f"{name} must be a real numeric array, got dtype {X.dtype}")
@@ -61,7 +81,7 @@ def aligned(X: Any, name: str) -> Any:
         X = X.rechunk({1: -1})
     bounds = np.cumsum(X.chunks[0])[:-1]
     if (bounds % LEAF).any():
-        cuts = sorted({int(round(b / LEAF)) * LEAF for b in bounds} - {0})
+        cuts = sorted({round(b / LEAF) * LEAF for b in bounds} - {0})
         cuts = [c for c in cuts if c < n]
         sizes = np.diff([0, *cuts, n])
         X = X.rechunk({0: tuple(int(s) for s in sizes)})
@@ -78,18 +98,21 @@ def _finite(x: npt.NDArray[Any], first_row: int, name: str) -> None:
         raise ValueError(f"{name} contains NaN or infinity (first at row {bad})")
 
 
-def _tsqr_task(block: Any, first_row: int, n: int, w: FloatArray | None, name: str) -> Any:
-    x = np.ascontiguousarray(block)
+def _tsqr_task(
+    block: Any, first_row: int, n: int, w: FloatArray | None, name: str
+) -> Any:
+    x = _a(block)
     _finite(x, first_row, name)
-    return _core.dpp_tsqr_chunk(x, first_row, n, w)
+    return _core.dpp_tsqr_chunk(x, first_row, n, None if w is None else _a(w))
 
 
-def _tsqr_root(X: Any, w: FloatArray | None, name: str) -> FloatArray:
-    import dask
+def _tsqr_root(X: Any, w: F64 | None, name: str) -> F64:
+    dask = _dask_mod()
 
     n, p = (int(s) for s in X.shape)
     tasks = [
-        dask.delayed(_tsqr_task, pure=True)(b, s, n, w, name) for b, s in zip(X.to_delayed().ravel(), _starts(X))
+        dask.delayed(_tsqr_task, pure=True)(b, s, n, w, name)
+        for b, s in zip(X.to_delayed().ravel(), _starts(X))
     ]
     parts = dask.compute(*tasks)
     nodes = [node for part in parts for node in part]
@@ -97,10 +120,12 @@ def _tsqr_root(X: Any, w: FloatArray | None, name: str) -> FloatArray:
     return np.asarray(_core.dpp_tsqr_reduce(nodes, n, q))
 
 
-Whitening = tuple[FloatArray, "FloatArray | None"]
+Whitening = tuple[F64, "F64 | None"]
 
 
-def whitening(X: Any, rtol: float, equilibrate: bool, name: str = "features") -> tuple[Whitening, int]:
+def whitening(
+    X: Any, rtol: float, equilibrate: bool, name: str = "features"
+) -> tuple[Whitening, int]:
     """``((W₁, W₂), r)``: basis rows are ``x·W₁`` (then ``·W₂`` after a second pass), the same
     steps as the core's ``whitening_from``."""
     r1 = _tsqr_root(X, None, name)
@@ -112,12 +137,22 @@ def whitening(X: Any, rtol: float, equilibrate: bool, name: str = "features") ->
     return (w1, np.asarray(_core.dpp_tsqr_refine(r2))), int(rank)
 
 
+def _a(x: Any) -> Any:
+    """C-contiguous and aligned (arrays unpickled on a worker process can be unaligned)."""
+    return np.require(x, requirements=["C", "A"])
+
+
+def _c(w: Whitening) -> tuple[F64, F64 | None]:
+    """The whitening as C-contiguous, aligned arrays."""
+    return _a(w[0]), None if w[1] is None else _a(w[1])
+
+
 def basis(X: Any, W: Whitening) -> Any:
     """The lazy dask array of basis rows (n×r, dtype of X), block by block."""
     r = int(W[0].shape[1])
 
     def rows(b: Any) -> Any:
-        return _core.dpp_basis_rows(np.ascontiguousarray(b), W[0], W[1])
+        return _core.dpp_basis_rows(_a(b), *_c(W))
 
     return X.map_blocks(rows, chunks=(X.chunks[0], (r,)), dtype=X.dtype)
 
@@ -129,18 +164,25 @@ def orthonormalize(X: Any, rtol: float, equilibrate: bool) -> Any:
 
 
 def _leverage_task(block: Any, w: Whitening) -> tuple[npt.NDArray[np.float64], int]:
-    out = _core.dpp_chunk_leverage(np.ascontiguousarray(block), w[0], w[1])
+    out = _core.dpp_chunk_leverage(_a(block), *_c(w))
     return np.asarray(out["totals"]), int(out["last"])
 
 
 def _locate_task(
-    block: Any, w: Whitening, local_blocks: IntArray, starts: FloatArray, targets: FloatArray, extra: IntArray
+    block: Any,
+    w: Whitening,
+    local_blocks: IntArray,
+    starts: FloatArray,
+    targets: FloatArray,
+    extra: IntArray,
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """Chunk-local rows hit by the targets (-1 for none), and the unique hit rows (plus ``extra``) of X."""
-    x = np.ascontiguousarray(block)
+    x = _a(block)
     if targets.size:
-        lev = _core.dpp_chunk_leverage(x, w[0], w[1])["leverage"]
-        idx = np.asarray(_core.dpp_locate(lev, local_blocks, starts, targets))
+        lev = _core.dpp_chunk_leverage(x, *_c(w))["leverage"]
+        idx = np.asarray(
+            _core.dpp_locate(lev, _a(local_blocks), _a(starts), _a(targets))
+        )
     else:
         idx = np.zeros(0, dtype=np.int64)
     uniq = np.unique(np.concatenate([idx[idx >= 0], extra]))
@@ -168,7 +210,7 @@ class DistributedProjectionDPP:
     """
 
     def __init__(self, X: Any, W: Whitening, rank: int) -> None:
-        import dask
+        dask = _dask_mod()
 
         self.X = X
         self.W = W
@@ -177,9 +219,16 @@ class DistributedProjectionDPP:
         self.seed_: int | None = None
         self._method = "accept_reject"
         starts = _starts(X)
-        parts = dask.compute(*[dask.delayed(_leverage_task, pure=True)(b, W) for b in X.to_delayed().ravel()])
+        parts = dask.compute(
+            *[
+                dask.delayed(_leverage_task, pure=True)(b, W)
+                for b in X.to_delayed().ravel()
+            ]
+        )
         self._chunk_rows = [int(c) for c in X.chunks[0]]
-        self._chunk_first_block = np.asarray([s // LEAF for s in starts], dtype=np.int64)
+        self._chunk_first_block = np.asarray(
+            [s // LEAF for s in starts], dtype=np.int64
+        )
         totals = [float(t) for part in parts for t in part[0]]
         # Sequential prefix sums of the block totals: the guide table's P_b, bit for bit.
         self._ends = np.asarray(list(itertools.accumulate(totals)), dtype=np.float64)
@@ -202,36 +251,57 @@ class DistributedProjectionDPP:
         W = self.W
 
         def lev(b: Any) -> Any:
-            return np.asarray(_core.dpp_chunk_leverage(np.ascontiguousarray(b), W[0], W[1])["leverage"])
+            return np.asarray(_core.dpp_chunk_leverage(_a(b), *_c(W))["leverage"])
 
         return self.X.map_blocks(lev, drop_axis=1, dtype=np.float64)
 
     def _locate(self, targets: FloatArray) -> tuple[IntArray, dict[int, FloatArray]]:
         """Global rows of the proposal targets and the rows of X they hit (fetched from the chunks)."""
-        import dask
+        dask = _dask_mod()
 
         nb = self._ends.size
         blk = np.searchsorted(self._ends, targets, side="right")
         out = np.full(targets.size, -1, dtype=np.int64)
         tail = blk >= nb
         out[tail] = self._last
-        chunk = np.searchsorted(self._chunk_first_block, np.minimum(blk, nb - 1), side="right") - 1
-        last_chunk = int(np.searchsorted(self._chunk_first_block, self._last // LEAF, side="right") - 1)
+        chunk = (
+            np.searchsorted(
+                self._chunk_first_block, np.minimum(blk, nb - 1), side="right"
+            )
+            - 1
+        )
+        last_chunk = int(
+            np.searchsorted(self._chunk_first_block, self._last // LEAF, side="right")
+            - 1
+        )
         starts = _starts(self.X)
         blocks = self.X.to_delayed().ravel()
         jobs, where = [], []
-        for c in np.unique(np.concatenate([chunk[~tail], [last_chunk] if tail.any() else []]).astype(np.int64)):
+        for c in np.unique(
+            np.concatenate([chunk[~tail], [last_chunk] if tail.any() else []]).astype(
+                np.int64
+            )
+        ):
             sel = np.flatnonzero((chunk == c) & ~tail)
             b = blk[sel]
             st = np.where(b > 0, self._ends[np.maximum(b - 1, 0)], 0.0)
-            extra = np.asarray([self._last - starts[c]] if (tail.any() and c == last_chunk) else [], dtype=np.int64)
+            extra = np.asarray(
+                [self._last - starts[c]] if (tail.any() and c == last_chunk) else [],
+                dtype=np.int64,
+            )
             local = (b - self._chunk_first_block[c]).astype(np.int64)
-            jobs.append(dask.delayed(_locate_task, pure=True)(blocks[c], self.W, local, st, targets[sel], extra))
+            jobs.append(
+                dask.delayed(_locate_task, pure=True)(
+                    blocks[c], self.W, local, st, targets[sel], extra
+                )
+            )
             where.append((int(c), sel))
         fetched: dict[int, FloatArray] = {}
         for (c, sel), (idx, uniq, rows) in zip(where, dask.compute(*jobs)):
             if (idx < 0).any():
-                raise RuntimeError("a proposal target fell outside its block (inconsistent leverage totals)")
+                raise RuntimeError(
+                    "a proposal target fell outside its block (inconsistent leverage totals)"
+                )
             out[sel] = idx + starts[c]
             for i, row in zip(uniq, rows):
                 fetched[int(i) + starts[c]] = row
@@ -249,14 +319,15 @@ class DistributedProjectionDPP:
         every sample; a sample that needs more proposals doubles its share in a further round.
         """
         count = check_int(n_samples, "n_samples", minimum=1)
-        check_result_size(count, self.rank, "n_samples", what="the samples (n_samples × sample size)")
+        check_result_size(
+            count, self.rank, "n_samples", what="the samples (n_samples × sample size)"
+        )
         seed = seed_from_random_state(random_state)
         self.seed_ = seed
         r = self.rank
         want = {s: max(64, int(2 * r * math.log(r + 1)) + 64) for s in range(count)}
         have: dict[int, int] = {s: 0 for s in range(count)}
-        targets: dict[int, list[FloatArray]] = {s: [] for s in range(count)}
-        accept: dict[int, FloatArray] = {}
+        accept: dict[int, F64] = {}
         globals_: dict[int, list[IntArray]] = {s: [] for s in range(count)}
         rows: dict[int, FloatArray] = {}
         done: dict[int, IntArray] = {}
@@ -290,11 +361,15 @@ class DistributedProjectionDPP:
     def leverage_of(self, idx: Any) -> npt.NDArray[np.float64]:
         """``K_ii`` of the given items (their rows are fetched), as the single-machine leverages."""
         x_rows = self._fetch_rows(np.asarray(idx, dtype=np.int64))
-        out: npt.NDArray[np.float64] = np.asarray(_core.dpp_chunk_leverage(x_rows, self.W[0], self.W[1])["leverage"])
+        out: npt.NDArray[np.float64] = np.asarray(
+            _core.dpp_chunk_leverage(x_rows, self.W[0], self.W[1])["leverage"]
+        )
         return out
 
     def _fetch_rows(self, idx: IntArray) -> FloatArray:
-        out: FloatArray = np.ascontiguousarray(self.X[np.asarray(idx, dtype=np.int64)].compute())
+        out: FloatArray = np.ascontiguousarray(
+            self.X[np.asarray(idx, dtype=np.int64)].compute()
+        )
         return out
 
 
@@ -304,9 +379,9 @@ def volume_cells(z: npt.NDArray[np.float64], m: int) -> IntArray:
     so any block of rows can be labelled on its own."""
     n, d = z.shape
     cells = np.zeros(n, dtype=np.int64)
-    stack: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int, int, IntArray]] = [
-        (np.zeros(d), np.ones(d), m, 0, np.arange(n))
-    ]
+    stack: list[
+        tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int, int, IntArray]
+    ] = [(np.zeros(d), np.ones(d), m, 0, np.arange(n))]
     while stack:
         lo, hi, mm, off, idx = stack.pop()
         if mm == 1:
@@ -330,7 +405,9 @@ def volume_cells(z: npt.NDArray[np.float64], m: int) -> IntArray:
     return cells
 
 
-def _map_unit(x: npt.NDArray[Any], a: FloatArray, b: FloatArray, lo: float, hi: float) -> npt.NDArray[np.float64]:
+def _map_unit(
+    x: npt.NDArray[Any], a: FloatArray, b: FloatArray, lo: float, hi: float
+) -> npt.NDArray[np.float64]:
     # The expression of _kernels.map_to_domain, so every row maps to the same bits.
     z = lo + (hi - lo) * (np.asarray(x, dtype=np.float64) - a) / (b - a)
     return np.ascontiguousarray(np.clip(z, lo, hi))
@@ -338,7 +415,7 @@ def _map_unit(x: npt.NDArray[Any], a: FloatArray, b: FloatArray, lo: float, hi: 
 
 def data_box(X: Any) -> tuple[FloatArray, FloatArray]:
     """The data box of ``map_to_domain(X, None, …)``: min/max per column (exact reductions), padded."""
-    import dask
+    dask = _dask_mod()
 
     mn, mx = dask.compute(X.min(axis=0), X.max(axis=0))
     a, b = np.asarray(mn, dtype=np.float64), np.asarray(mx, dtype=np.float64)
@@ -348,7 +425,9 @@ def data_box(X: Any) -> tuple[FloatArray, FloatArray]:
     return a - 1e-6 * span, b + 1e-6 * span
 
 
-def _cell_count_task(block: Any, a: FloatArray, b: FloatArray, m: int, first_row: int) -> IntArray:
+def _cell_count_task(
+    block: Any, a: FloatArray, b: FloatArray, m: int, first_row: int
+) -> IntArray:
     x = np.asarray(block, dtype=np.float64)
     _finite(x, first_row, "X")
     return np.bincount(volume_cells(_map_unit(x, a, b, 0.0, 1.0), m), minlength=m)
@@ -366,7 +445,9 @@ def _cell_fetch_task(
     return out, np.ascontiguousarray(x[out])
 
 
-def haar_coreset(X: Any, m: int, seed: int) -> tuple[IntArray, npt.NDArray[np.float64], int, FloatArray]:
+def haar_coreset(
+    X: Any, m: int, seed: int
+) -> tuple[IntArray, npt.NDArray[np.float64], int, FloatArray]:
     """The Haar (``split="volume"``, uniform density) coreset of a dask array: indices, weights,
     rank and the fetched rows — the single-machine ``Coreset`` result for the same seed.
 
@@ -374,13 +455,18 @@ def haar_coreset(X: Any, m: int, seed: int) -> tuple[IntArray, npt.NDArray[np.fl
     ``K_ii = (1/n_c)/t_c`` (t_c the float sum of n_c copies of 1/n_c); only the cell counts per
     chunk are needed to replay it, then the chunks holding the chosen ranks return those rows.
     """
-    import dask
+    dask = _dask_mod()
 
     a, b = data_box(X)
     starts = _starts(X)
     blocks = X.to_delayed().ravel()
     counts = np.stack(
-        dask.compute(*[dask.delayed(_cell_count_task, pure=True)(bl, a, b, m, s) for bl, s in zip(blocks, starts)])
+        dask.compute(
+            *[
+                dask.delayed(_cell_count_task, pure=True)(bl, a, b, m, s)
+                for bl, s in zip(blocks, starts)
+            ]
+        )
     )
     n_cell = counts.sum(axis=0)
     nonempty = np.flatnonzero(n_cell > 0)
@@ -394,7 +480,9 @@ def haar_coreset(X: Any, m: int, seed: int) -> tuple[IntArray, npt.NDArray[np.fl
     for j, c in enumerate(nonempty):
         nc = int(n_cell[c])
         h = 1.0 / nc  # haar_diagonal with a constant density: w²/Σw² = 1/n_c
-        tot = float(np.cumsum(np.full(nc, h))[-1])  # StratifiedDPP's bincount total (sequential)
+        tot = float(
+            np.cumsum(np.full(nc, h))[-1]
+        )  # StratifiedDPP's bincount total (sequential)
         kv = h / tot
         cum = np.cumsum(np.full(nc, kv))
         target = unif[j] * cum[-1]
@@ -402,20 +490,27 @@ def haar_coreset(X: Any, m: int, seed: int) -> tuple[IntArray, npt.NDArray[np.fl
         kdiag[j] = kv
     # Map each (cell, rank within the cell) to a chunk through the per-chunk counts.
     per_chunk = np.cumsum(counts[:, nonempty], axis=0)
-    chunk = np.asarray([int(np.searchsorted(per_chunk[:, j], chosen_rank[j], side="right")) for j in range(rank)])
-    prior = np.asarray([per_chunk[chunk[j] - 1, j] if chunk[j] > 0 else 0 for j in range(rank)])
+    chunk = np.asarray(
+        [
+            int(np.searchsorted(per_chunk[:, j], chosen_rank[j], side="right"))
+            for j in range(rank)
+        ]
+    )
+    prior = np.asarray(
+        [per_chunk[chunk[j] - 1, j] if chunk[j] > 0 else 0 for j in range(rank)]
+    )
     idx = np.empty(rank, dtype=np.int64)
     rows = np.empty((rank, int(X.shape[1])))
     jobs, where = [], []
     for c in np.unique(chunk):
         sel = np.flatnonzero(chunk == c)
         jobs.append(
-            dask.delayed(_cell_fetch_task, pure=True)(blocks[c], a, b, m, nonempty[sel], chosen_rank[sel] - prior[sel])
+            dask.delayed(_cell_fetch_task, pure=True)(
+                blocks[c], a, b, m, nonempty[sel], chosen_rank[sel] - prior[sel]
+            )
         )
         where.append((int(c), sel))
-    for (c, sel), (loc, xr) in zip(where, dask.compute(*jobs)):
-        idx[sel] = loc + starts[c]
+    for (ci, sel), (loc, xr) in zip(where, dask.compute(*jobs)):
+        idx[sel] = loc + starts[ci]
         rows[sel] = xr
     return idx, 1.0 / kdiag, rank, rows
-
-

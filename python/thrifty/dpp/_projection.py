@@ -9,8 +9,8 @@ import numpy as np
 import numpy.typing as npt
 
 from thrifty import _core
-from thrifty.dpp import _dask
 from thrifty._validation import RandomState, seed_from_random_state
+from thrifty.dpp import _dask
 from thrifty.dpp._checks import (
     DeprecatedAlias,
     FloatArray,
@@ -217,7 +217,8 @@ class ProjectionDPP:
         whose samples equal those of this method on the same data in NumPy, for the same seed.
         """
         if _dask.is_dask_array(features):
-            return _distributed_from_features(features, rtol, method, equilibrate)
+            dist: ProjectionDPP = _distributed_from_features(features, rtol, method, equilibrate)
+            return dist
         x = check_matrix(features, "features", finite=False)
         q = orthonormalize(x, rtol=rtol, equilibrate=equilibrate)
         if q.shape[1] < x.shape[1]:

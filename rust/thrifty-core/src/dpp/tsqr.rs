@@ -54,8 +54,20 @@ fn qr_r(mut a: Mat<f64>) -> Vec<f64> {
     if k > 0 {
         let bs = factor::recommended_block_size::<f64>(m, p);
         let mut coeff = Mat::<f64>::zeros(bs, k);
-        let mut mem = MemBuffer::new(factor::qr_in_place_scratch::<f64>(m, p, bs, Par::Seq, Default::default()));
-        factor::qr_in_place(a.as_mut(), coeff.as_mut(), Par::Seq, MemStack::new(&mut mem), Default::default());
+        let mut mem = MemBuffer::new(factor::qr_in_place_scratch::<f64>(
+            m,
+            p,
+            bs,
+            Par::Seq,
+            Default::default(),
+        ));
+        factor::qr_in_place(
+            a.as_mut(),
+            coeff.as_mut(),
+            Par::Seq,
+            MemStack::new(&mut mem),
+            Default::default(),
+        );
     }
     let mut r = vec![0.0; p * p];
     for i in 0..k {
@@ -69,7 +81,13 @@ fn qr_r(mut a: Mat<f64>) -> Vec<f64> {
 
 /// The R factor of the stacked `[a; b]` (both p×p row-major).
 pub fn combine(a: &[f64], b: &[f64], p: usize) -> Vec<f64> {
-    qr_r(Mat::from_fn(2 * p, p, |i, j| if i < p { a[i * p + j] } else { b[(i - p) * p + j] }))
+    qr_r(Mat::from_fn(2 * p, p, |i, j| {
+        if i < p {
+            a[i * p + j]
+        } else {
+            b[(i - p) * p + j]
+        }
+    }))
 }
 
 /// Rows `x·w` of a row-major `rows × p` block in f64 (`w` row-major `p × r`), each entry summed over
@@ -112,7 +130,14 @@ fn apply_impl<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out:
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn apply_avx2<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out: &mut [f64]) {
+unsafe fn apply_avx2<T: Real>(
+    x: &[T],
+    rows: usize,
+    p: usize,
+    w: &[f64],
+    r: usize,
+    out: &mut [f64],
+) {
     // AVX2 without FMA: the same IEEE multiply and add per term as the SSE2 build, wider.
     apply_impl(x, rows, p, w, r, out)
 }
@@ -158,10 +183,22 @@ pub fn chunk_nodes<T: Real>(
 ) -> Result<Vec<Node>> {
     let q = w.map_or(p, |(_, r)| r);
     if first_row % LEAF_ROWS != 0 || first_row + rows > n_total || rows == 0 {
-        return Err(ThriftyError::invalid("chunks", format!("rows {first_row}..{} do not start a logical block of {LEAF_ROWS} rows", first_row + rows)));
+        return Err(ThriftyError::invalid(
+            "chunks",
+            format!(
+                "rows {first_row}..{} do not start a logical block of {LEAF_ROWS} rows",
+                first_row + rows
+            ),
+        ));
     }
     if (first_row + rows) % LEAF_ROWS != 0 && first_row + rows != n_total {
-        return Err(ThriftyError::invalid("chunks", format!("rows {first_row}..{} do not end at a logical block boundary", first_row + rows)));
+        return Err(ThriftyError::invalid(
+            "chunks",
+            format!(
+                "rows {first_row}..{} do not end at a logical block boundary",
+                first_row + rows
+            ),
+        ));
     }
     if x.len() < rows * p {
         return Err(ThriftyError::shape("x", "shorter than rows × p"));
@@ -188,7 +225,14 @@ pub fn chunk_nodes<T: Real>(
         want.push((h, pos >> h));
         pos = (pos + (1 << h)).min(total);
     }
-    fn build(h: usize, k: usize, a: usize, total: usize, leaves: &[Vec<f64>], q: usize) -> Vec<f64> {
+    fn build(
+        h: usize,
+        k: usize,
+        a: usize,
+        total: usize,
+        leaves: &[Vec<f64>],
+        q: usize,
+    ) -> Vec<f64> {
         if h == 0 {
             return leaves[k - a].clone();
         }
@@ -196,10 +240,16 @@ pub fn chunk_nodes<T: Real>(
         if right >= total {
             return build(h - 1, 2 * k, a, total, leaves, q);
         }
-        let (l, r) = rayon::join(|| build(h - 1, 2 * k, a, total, leaves, q), || build(h - 1, 2 * k + 1, a, total, leaves, q));
+        let (l, r) = rayon::join(
+            || build(h - 1, 2 * k, a, total, leaves, q),
+            || build(h - 1, 2 * k + 1, a, total, leaves, q),
+        );
         combine(&l, &r, q)
     }
-    Ok(want.into_iter().map(|(h, k)| (h, k, build(h, k, a, total, &leaves, q))).collect())
+    Ok(want
+        .into_iter()
+        .map(|(h, k)| (h, k, build(h, k, a, total, &leaves, q)))
+        .collect())
 }
 
 /// The root R (p×p) from nodes covering all leaves of an `n_total`-row matrix (any chunking).
@@ -208,16 +258,28 @@ pub fn reduce_nodes(nodes: Vec<Node>, n_total: usize, p: usize) -> Result<Vec<f6
     let mut have: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
     for (h, k, r) in nodes {
         if r.len() != p * p {
-            return Err(ThriftyError::shape("nodes", format!("an R factor has {} values, expected {}", r.len(), p * p)));
+            return Err(ThriftyError::shape(
+                "nodes",
+                format!("an R factor has {} values, expected {}", r.len(), p * p),
+            ));
         }
         have.insert((h, k), r);
     }
-    fn get(h: usize, k: usize, total: usize, p: usize, have: &mut HashMap<(usize, usize), Vec<f64>>) -> Result<Vec<f64>> {
+    fn get(
+        h: usize,
+        k: usize,
+        total: usize,
+        p: usize,
+        have: &mut HashMap<(usize, usize), Vec<f64>>,
+    ) -> Result<Vec<f64>> {
         if let Some(r) = have.remove(&(h, k)) {
             return Ok(r);
         }
         if h == 0 {
-            return Err(ThriftyError::invalid("nodes", format!("logical block {k} is missing (the chunks do not cover the rows)")));
+            return Err(ThriftyError::invalid(
+                "nodes",
+                format!("logical block {k} is missing (the chunks do not cover the rows)"),
+            ));
         }
         let left = get(h - 1, 2 * k, total, p, have)?;
         if ((2 * k + 1) << (h - 1)) >= total {
@@ -242,20 +304,45 @@ pub fn whiten(r: &[f64], p: usize, rtol: f64, equilibrate: bool) -> Result<(Vec<
     }
     let scale: Vec<f64> = (0..p)
         .map(|j| {
-            let d = (0..p).map(|i| r[i * p + j] * r[i * p + j]).sum::<f64>().sqrt();
-            if equilibrate && d > 0.0 && d.is_finite() { 1.0 / d } else { 1.0 }
+            let d = (0..p)
+                .map(|i| r[i * p + j] * r[i * p + j])
+                .sum::<f64>()
+                .sqrt();
+            if equilibrate && d > 0.0 && d.is_finite() {
+                1.0 / d
+            } else {
+                1.0
+            }
         })
         .collect();
     let a = Mat::from_fn(p, p, |i, j| r[i * p + j] * scale[j]);
     let mut s = faer::diag::Diag::<f64>::zeros(p);
     let mut v = Mat::<f64>::zeros(p, p);
-    let mut mem = MemBuffer::new(svd::svd_scratch::<f64>(p, p, ComputeSvdVectors::No, ComputeSvdVectors::Thin, Par::Seq, Default::default()));
-    svd::svd(a.as_ref(), s.as_mut(), None, Some(v.as_mut()), Par::Seq, MemStack::new(&mut mem), Default::default())
-        .map_err(|e| ThriftyError::numerical("TSQR", format!("SVD of R failed: {e:?}")))?;
+    let mut mem = MemBuffer::new(svd::svd_scratch::<f64>(
+        p,
+        p,
+        ComputeSvdVectors::No,
+        ComputeSvdVectors::Thin,
+        Par::Seq,
+        Default::default(),
+    ));
+    svd::svd(
+        a.as_ref(),
+        s.as_mut(),
+        None,
+        Some(v.as_mut()),
+        Par::Seq,
+        MemStack::new(&mut mem),
+        Default::default(),
+    )
+    .map_err(|e| ThriftyError::numerical("TSQR", format!("SVD of R failed: {e:?}")))?;
     let sv: Vec<f64> = (0..p).map(|i| s.column_vector()[i]).collect();
     let smax = sv.iter().cloned().fold(0.0, f64::max);
     if !(smax > 0.0) {
-        return Err(ThriftyError::invalid("features", "all columns are zero (rank 0)"));
+        return Err(ThriftyError::invalid(
+            "features",
+            "all columns are zero (rank 0)",
+        ));
     }
     let keep: Vec<usize> = (0..p).filter(|&i| sv[i] > rtol * smax).collect();
     let rank = keep.len();
@@ -272,7 +359,10 @@ pub fn whiten(r: &[f64], p: usize, rtol: f64, equilibrate: bool) -> Result<(Vec<
 /// `R₂⁻¹` (r×r upper triangular, row-major) after the second pass: the basis rows are then
 /// `(x_i·W₁)·R₂⁻¹`, applied in two stages so that the second corrects the rounding of the first.
 pub fn refine(r2: &[f64], r: usize) -> Result<Vec<f64>> {
-    if r2.len() != r * r || (0..r).any(|i| !(r2[i * r + i] > 0.0)) || r2.iter().any(|v| !v.is_finite()) {
+    if r2.len() != r * r
+        || (0..r).any(|i| !(r2[i * r + i] > 0.0))
+        || r2.iter().any(|v| !v.is_finite())
+    {
         return Err(ThriftyError::numerical("TSQR", "the second pass lost rank"));
     }
     // Solve R₂ Z = I column by column (back substitution).
@@ -316,16 +406,18 @@ impl Whitening {
             return Ok(q);
         }
         const ROWS: usize = 1024;
-        q.par_chunks_mut(ROWS * r).zip(x[..n * p].par_chunks(ROWS * p)).try_for_each(|(qb, xb)| {
-            check_cancel(cancel)?;
-            let b = xb.len() / p;
-            let mut y = vec![0.0; b * r];
-            self.apply(xb, b, &mut y);
-            for (o, v) in qb.iter_mut().zip(y) {
-                *o = T::of(v);
-            }
-            Ok(())
-        })?;
+        q.par_chunks_mut(ROWS * r)
+            .zip(x[..n * p].par_chunks(ROWS * p))
+            .try_for_each(|(qb, xb)| {
+                check_cancel(cancel)?;
+                let b = xb.len() / p;
+                let mut y = vec![0.0; b * r];
+                self.apply(xb, b, &mut y);
+                for (o, v) in qb.iter_mut().zip(y) {
+                    *o = T::of(v);
+                }
+                Ok(())
+            })?;
         Ok(q)
     }
 }
@@ -333,7 +425,12 @@ impl Whitening {
 /// The whitening of an n-row matrix given a way to compute the TSQR root of `X·W` for any `W`
 /// (`None` = X itself): one pass, or two when the equilibrated R is ill-conditioned. The driver of
 /// the distributed path calls the same steps with roots computed on the cluster.
-pub fn whitening_from(mut root: impl FnMut(Option<(&[f64], usize)>) -> Result<Vec<f64>>, p: usize, rtol: f64, equilibrate: bool) -> Result<Whitening> {
+pub fn whitening_from(
+    mut root: impl FnMut(Option<(&[f64], usize)>) -> Result<Vec<f64>>,
+    p: usize,
+    rtol: f64,
+    equilibrate: bool,
+) -> Result<Whitening> {
     let r1 = root(None)?;
     let (w1, r, kappa) = whiten(&r1, p, rtol, equilibrate)?;
     if kappa <= ONE_PASS_KAPPA {
@@ -341,12 +438,24 @@ pub fn whitening_from(mut root: impl FnMut(Option<(&[f64], usize)>) -> Result<Ve
     }
     let r2 = root(Some((&w1, r)))?;
     let w2 = refine(&r2, r)?;
-    Ok(Whitening { w1, w2: Some(w2), p, r })
+    Ok(Whitening {
+        w1,
+        w2: Some(w2),
+        p,
+        r,
+    })
 }
 
 /// Orthonormal basis `Q` (n×r, row-major, in `T`) of the row-major `n × p` matrix `x` by
 /// TSQR over the fixed logical blocks; the same bits as the distributed path on any chunking.
-pub fn orthonormalize<T: Real>(x: &[T], n: usize, p: usize, rtol: f64, equilibrate: bool, cancel: &AtomicBool) -> Result<(Vec<T>, usize)> {
+pub fn orthonormalize<T: Real>(
+    x: &[T],
+    n: usize,
+    p: usize,
+    rtol: f64,
+    equilibrate: bool,
+    cancel: &AtomicBool,
+) -> Result<(Vec<T>, usize)> {
     let root = |w: Option<(&[f64], usize)>| -> Result<Vec<f64>> {
         let q = w.map_or(p, |(_, r)| r);
         reduce_nodes(chunk_nodes(x, n, p, 0, n, w, cancel)?, n, q)
@@ -377,7 +486,10 @@ pub fn locate_in_block(lev: &[f64], start: f64, targets: &[f64]) -> Vec<Option<u
 /// Sequential sums of `lev` over consecutive blocks of [`LEAF_ROWS`] (the block totals of the
 /// proposal table), and the index of the last positive entry (or None).
 pub fn block_totals(lev: &[f64]) -> (Vec<f64>, Option<usize>) {
-    let totals = lev.chunks(LEAF_ROWS).map(|b| b.iter().fold(0.0, |c, &l| c + l)).collect();
+    let totals = lev
+        .chunks(LEAF_ROWS)
+        .map(|b| b.iter().fold(0.0, |c, &l| c + l))
+        .collect();
     (totals, lev.iter().rposition(|&l| l > 0.0))
 }
 
@@ -396,11 +508,27 @@ mod tests {
     fn any_aligned_chunking_gives_the_same_root() {
         let (n, p) = (5 * LEAF_ROWS + 300, 6);
         let x = data(n, p, 1);
-        let whole = reduce_nodes(chunk_nodes(&x, n, p, 0, n, None, never()).unwrap(), n, p).unwrap();
-        for cuts in [vec![0, LEAF_ROWS, n], vec![0, 3 * LEAF_ROWS, 4 * LEAF_ROWS, n], vec![0, 2 * LEAF_ROWS, 5 * LEAF_ROWS, n]] {
+        let whole =
+            reduce_nodes(chunk_nodes(&x, n, p, 0, n, None, never()).unwrap(), n, p).unwrap();
+        for cuts in [
+            vec![0, LEAF_ROWS, n],
+            vec![0, 3 * LEAF_ROWS, 4 * LEAF_ROWS, n],
+            vec![0, 2 * LEAF_ROWS, 5 * LEAF_ROWS, n],
+        ] {
             let mut nodes = Vec::new();
             for w in cuts.windows(2) {
-                nodes.extend(chunk_nodes(&x[w[0] * p..w[1] * p], w[1] - w[0], p, w[0], n, None, never()).unwrap());
+                nodes.extend(
+                    chunk_nodes(
+                        &x[w[0] * p..w[1] * p],
+                        w[1] - w[0],
+                        p,
+                        w[0],
+                        n,
+                        None,
+                        never(),
+                    )
+                    .unwrap(),
+                );
             }
             assert_eq!(reduce_nodes(nodes, n, p).unwrap(), whole);
         }
@@ -438,8 +566,15 @@ mod tests {
         // A single row through apply_rows equals its row inside the block.
         let root = reduce_nodes(chunk_nodes(&x, n, p, 0, n, None, never()).unwrap(), n, p).unwrap();
         let (w, rr, _) = whiten(&root, p, 1e-6, true).unwrap();
-        let w2: Vec<f64> = (0..rr * rr).map(|k| if k % (rr + 1) == 0 { 1.0 } else { 0.1 }).collect();
-        let wh = Whitening { w1: w, w2: Some(w2), p, r: rr };
+        let w2: Vec<f64> = (0..rr * rr)
+            .map(|k| if k % (rr + 1) == 0 { 1.0 } else { 0.1 })
+            .collect();
+        let wh = Whitening {
+            w1: w,
+            w2: Some(w2),
+            p,
+            r: rr,
+        };
         let all = wh.basis(&x, n, never()).unwrap();
         for i in [0, 3, 1025, n - 1] {
             let mut one = vec![0.0; rr];
@@ -453,7 +588,10 @@ mod tests {
     fn locate_is_the_inverse_cdf() {
         let lev = [0.5, 0.0, 0.25, 1.0];
         let got = locate_in_block(&lev, 2.0, &[2.0, 2.49, 2.5, 2.74, 2.75, 3.74, 3.75]);
-        assert_eq!(got, vec![Some(0), Some(0), Some(2), Some(2), Some(3), Some(3), None]);
+        assert_eq!(
+            got,
+            vec![Some(0), Some(0), Some(2), Some(2), Some(3), Some(3), None]
+        );
         let (t, last) = block_totals(&[1.0, 2.0, 0.0]);
         assert_eq!((t, last), (vec![3.0], Some(1)));
     }
