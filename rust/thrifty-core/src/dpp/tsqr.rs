@@ -12,7 +12,7 @@
 //!
 //! Q is never stored: [`whiten`] turns R into W (p×r) with `X·W` orthonormal — an SVD of the
 //! column-equilibrated R gives the numerical rank — and rows of the basis are `x_i·W`, computed by
-//! [`apply_rows`] with a fixed summation order (one multiply and one add per term, k ascending), so a
+//! [`apply_rows`] with a fixed summation order (one fused multiply-add per term, k ascending), so a
 //! single fetched row comes out exactly as it does inside its block. When R is ill-conditioned the
 //! basis is refined by a second TSQR pass over `Y = X·W₁` (TSQR2; one pass leaves ‖QᵀQ − I‖ ≈ ε·κ):
 //! rows become `(x_i·W₁)·R₂⁻¹`, the second stage applied to the computed first, as in CholQR2.
@@ -91,8 +91,8 @@ pub fn combine(a: &[f64], b: &[f64], p: usize) -> Vec<f64> {
 }
 
 /// Rows `x·w` of a row-major `rows × p` block in f64 (`w` row-major `p × r`), each entry summed over
-/// k ascending with one multiply and one add per term (never fused), so a row gives the same bits
-/// alone or inside any block. Register-tiled 4 rows × 8 columns.
+/// k ascending with one fused multiply-add per term (exactly rounded, so the same bits on any x86
+/// or portable build), so a row gives the same bits alone or inside any block. Register-tiled 4 rows × 8 columns.
 fn apply_impl<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out: &mut [f64]) {
     let full = r - r % 8;
     let mut i = 0;
@@ -106,7 +106,7 @@ fn apply_impl<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out:
                 for (a, acc_a) in acc.iter_mut().enumerate().take(nr) {
                     let xa = x[(i + a) * p + k].as_f64();
                     for l in 0..8 {
-                        acc_a[l] += xa * wv[l];
+                        acc_a[l] = xa.mul_add(wv[l], acc_a[l]);
                     }
                 }
             }
@@ -119,7 +119,7 @@ fn apply_impl<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out:
             for c in full..r {
                 let mut s = 0.0;
                 for k in 0..p {
-                    s += x[(i + a) * p + k].as_f64() * w[k * r + c];
+                    s = x[(i + a) * p + k].as_f64().mul_add(w[k * r + c], s);
                 }
                 out[(i + a) * r + c] = s;
             }
@@ -129,7 +129,7 @@ fn apply_impl<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out:
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn apply_avx2<T: Real>(
     x: &[T],
     rows: usize,
@@ -138,14 +138,15 @@ unsafe fn apply_avx2<T: Real>(
     r: usize,
     out: &mut [f64],
 ) {
-    // AVX2 without FMA: the same IEEE multiply and add per term as the SSE2 build, wider.
+    // AVX2 + FMA: fused multiply-adds are exactly rounded (IEEE 754), so the result is the same as
+    // the portable build's software `mul_add`, only faster.
     apply_impl(x, rows, p, w, r, out)
 }
 
 /// `out (rows × r) = x (rows × p) · w (p × r)` in f64 with a fixed per-entry summation order.
 pub fn apply_rows<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: AVX2 support was detected at run time.
         unsafe { apply_avx2(x, rows, p, w, r, out) };
         return;
