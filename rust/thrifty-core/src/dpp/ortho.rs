@@ -84,9 +84,11 @@ pub fn gram_cancellable<T: Dense>(x: &[T], n: usize, p: usize, cancel: &AtomicBo
 }
 
 /// One row block of [`leverage_and_probe`]: leverage into `lb`, `w_c += (U_i·z_c) U_i` into `w`.
-/// Eight independent lanes per sum so the compiler can keep them in SIMD registers.
+/// Eight independent lanes per sum so the compiler can keep them in SIMD registers. With `FMA` the
+/// probe's dot products and updates use fused multiply-adds (half the instructions); the leverage
+/// (`sumsq`) never does, so it has the same bits as [`leverage`] on every path.
 #[inline(always)]
-fn probe_rows<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
+fn probe_rows<T: Real, const FMA: bool>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
     let mut y = [0.0f64; 4];
     for (l, row) in lb.iter_mut().zip(ub.chunks_exact(p)) {
         *l = sumsq(row);
@@ -97,14 +99,14 @@ fn probe_rows<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], 
             let tail: f64 = rc.remainder().iter().zip(zcc.remainder()).map(|(a, b)| a.as_f64() * b).sum();
             for (r8, z8) in rc.zip(zcc) {
                 for t in 0..8 {
-                    acc[t] += r8[t].as_f64() * z8[t];
+                    acc[t] = if FMA { r8[t].as_f64().mul_add(z8[t], acc[t]) } else { acc[t] + r8[t].as_f64() * z8[t] };
                 }
             }
             *yc = acc.iter().sum::<f64>() + tail;
         }
         for (c, &yc) in y.iter().enumerate().take(k) {
             for (wj, &uj) in w[c * p..(c + 1) * p].iter_mut().zip(row) {
-                *wj += yc * uj.as_f64();
+                *wj = if FMA { yc.mul_add(uj.as_f64(), *wj) } else { *wj + yc * uj.as_f64() };
             }
         }
     }
@@ -117,7 +119,17 @@ fn probe_rows<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn probe_rows_avx2<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
-    probe_rows(ub, p, z, k, lb, w)
+    probe_rows::<T, false>(ub, p, z, k, lb, w)
+}
+
+/// [`probe_rows`] with AVX2 and fused multiply-adds.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (checked by the caller).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn probe_rows_fma<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
+    probe_rows::<T, true>(ub, p, z, k, lb, w)
 }
 
 /// Leverage scores ‖U_i‖² and `UᵀU Z` for the `k ≤ 4` probe columns `z` (column c at
@@ -129,6 +141,8 @@ pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: u
     let k = k.min(4);
     #[cfg(target_arch = "x86_64")]
     let avx2 = std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(target_arch = "x86_64")]
+    let fma = avx2 && std::arch::is_x86_feature_detected!("fma");
     let mut lev = vec![0.0; n];
     let partials: Vec<Vec<f64>> = lev
         .par_chunks_mut(ROWS)
@@ -136,12 +150,18 @@ pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: u
         .map(|(lb, ub)| {
             let mut w = vec![0.0; p * k];
             #[cfg(target_arch = "x86_64")]
+            if fma {
+                // SAFETY: AVX2 and FMA support were detected at run time.
+                unsafe { probe_rows_fma(ub, p, z, k, lb, &mut w) };
+                return w;
+            }
+            #[cfg(target_arch = "x86_64")]
             if avx2 {
                 // SAFETY: AVX2 support was detected at run time.
                 unsafe { probe_rows_avx2(ub, p, z, k, lb, &mut w) };
                 return w;
             }
-            probe_rows(ub, p, z, k, lb, &mut w);
+            probe_rows::<T, false>(ub, p, z, k, lb, &mut w);
             w
         })
         .collect();

@@ -183,7 +183,7 @@ pub fn chunk_nodes<T: Real>(
     cancel: &AtomicBool,
 ) -> Result<Vec<Node>> {
     let q = w.map_or(p, |(_, r)| r);
-    if first_row % LEAF_ROWS != 0 || first_row + rows > n_total || rows == 0 {
+    if !first_row.is_multiple_of(LEAF_ROWS) || first_row + rows > n_total || rows == 0 {
         return Err(ThriftyError::invalid(
             "chunks",
             format!(
@@ -192,7 +192,7 @@ pub fn chunk_nodes<T: Real>(
             ),
         ));
     }
-    if (first_row + rows) % LEAF_ROWS != 0 && first_row + rows != n_total {
+    if !(first_row + rows).is_multiple_of(LEAF_ROWS) && first_row + rows != n_total {
         return Err(ThriftyError::invalid(
             "chunks",
             format!(
@@ -220,7 +220,8 @@ pub fn chunk_nodes<T: Real>(
     let mut pos = a;
     while pos < b {
         let mut h = 0;
-        while h < top && pos % (1 << (h + 1)) == 0 && (pos + (1 << (h + 1))).min(total) <= b {
+        while h < top && pos.is_multiple_of(1 << (h + 1)) && (pos + (1 << (h + 1))).min(total) <= b
+        {
             h += 1;
         }
         want.push((h, pos >> h));
@@ -339,7 +340,7 @@ pub fn whiten(r: &[f64], p: usize, rtol: f64, equilibrate: bool) -> Result<(Vec<
     .map_err(|e| ThriftyError::numerical("TSQR", format!("SVD of R failed: {e:?}")))?;
     let sv: Vec<f64> = (0..p).map(|i| s.column_vector()[i]).collect();
     let smax = sv.iter().cloned().fold(0.0, f64::max);
-    if !(smax > 0.0) {
+    if smax.is_nan() || smax <= 0.0 {
         return Err(ThriftyError::invalid(
             "features",
             "all columns are zero (rank 0)",
@@ -361,7 +362,7 @@ pub fn whiten(r: &[f64], p: usize, rtol: f64, equilibrate: bool) -> Result<(Vec<
 /// `(x_i·W₁)·R₂⁻¹`, applied in two stages so that the second corrects the rounding of the first.
 pub fn refine(r2: &[f64], r: usize) -> Result<Vec<f64>> {
     if r2.len() != r * r
-        || (0..r).any(|i| !(r2[i * r + i] > 0.0))
+        || (0..r).any(|i| r2[i * r + i].is_nan() || r2[i * r + i] <= 0.0)
         || r2.iter().any(|v| !v.is_finite())
     {
         return Err(ThriftyError::numerical("TSQR", "the second pass lost rank"));
@@ -402,7 +403,7 @@ impl Whitening {
     /// The basis rows cast to `T`, block by block in parallel (n×r row-major).
     pub fn basis<T: Real>(&self, x: &[T], n: usize, cancel: &AtomicBool) -> Result<Vec<T>> {
         let (p, r) = (self.p, self.r);
-        let mut q: Vec<T> = try_zeroed("features", n.checked_mul(r).unwrap_or(usize::MAX))?;
+        let mut q: Vec<T> = try_zeroed("features", n.saturating_mul(r))?;
         if r == 0 {
             return Ok(q);
         }
