@@ -101,12 +101,38 @@ fn apply_impl<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out:
         let mut c0 = 0;
         while c0 < full {
             let mut acc = [[0.0f64; 8]; 4];
-            for k in 0..p {
-                let wv: &[f64; 8] = w[k * r + c0..k * r + c0 + 8].try_into().expect("8 columns");
-                for (a, acc_a) in acc.iter_mut().enumerate().take(nr) {
-                    let xa = x[(i + a) * p + k].as_f64();
-                    for l in 0..8 {
-                        acc_a[l] = xa.mul_add(wv[l], acc_a[l]);
+            if nr == 4 {
+                // Constant bounds: the 4×8 accumulators stay in registers.
+                let (x0, x1, x2, x3) = (
+                    &x[i * p..(i + 1) * p],
+                    &x[(i + 1) * p..(i + 2) * p],
+                    &x[(i + 2) * p..(i + 3) * p],
+                    &x[(i + 3) * p..(i + 4) * p],
+                );
+                for k in 0..p {
+                    let wv: &[f64; 8] =
+                        w[k * r + c0..k * r + c0 + 8].try_into().expect("8 columns");
+                    let xs = [
+                        x0[k].as_f64(),
+                        x1[k].as_f64(),
+                        x2[k].as_f64(),
+                        x3[k].as_f64(),
+                    ];
+                    for a in 0..4 {
+                        for l in 0..8 {
+                            acc[a][l] = xs[a].mul_add(wv[l], acc[a][l]);
+                        }
+                    }
+                }
+            } else {
+                for k in 0..p {
+                    let wv: &[f64; 8] =
+                        w[k * r + c0..k * r + c0 + 8].try_into().expect("8 columns");
+                    for (a, acc_a) in acc.iter_mut().enumerate().take(nr) {
+                        let xa = x[(i + a) * p + k].as_f64();
+                        for l in 0..8 {
+                            acc_a[l] = xa.mul_add(wv[l], acc_a[l]);
+                        }
                     }
                 }
             }
