@@ -15,13 +15,25 @@ than asked comes with a :class:`ReducedRankWarning` and records its true size.
 
 from thrifty.dpp._checks import ReducedRankWarning
 from thrifty.dpp._coreset import Coreset, MinibatchSampler
+from thrifty.dpp._dask import DistributedProjectionDPP
 from thrifty.dpp._ensemble import LEnsemble
-from thrifty.dpp._greedy import Selection, greedy_map, select_entropy, select_mutual_information
-from thrifty.dpp._kernels import StratifiedDPP, daubechies_phi, discretize, estimate_density
+from thrifty.dpp._greedy import (
+    Selection,
+    greedy_map,
+    select_entropy,
+    select_mutual_information,
+)
+from thrifty.dpp._kernels import (
+    StratifiedDPP,
+    daubechies_phi,
+    discretize,
+    estimate_density,
+)
 from thrifty.dpp._projection import ProjectionDPP, orthonormalize
 
 __all__ = [
     "Coreset",
+    "DistributedProjectionDPP",
     "LEnsemble",
     "MinibatchSampler",
     "ProjectionDPP",

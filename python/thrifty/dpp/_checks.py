@@ -7,7 +7,8 @@ import os
 import sys
 import time
 import warnings
-from typing import Any, Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -136,7 +137,8 @@ def check_matrix(a: Any, name: str, *, finite: bool = True) -> FloatArray:
     if arr.shape[0] < 1 or arr.shape[1] == 0:
         raise ValueError(f"{name} must have at least 1 row(s) and 1 column, got shape {arr.shape}")
     target = arr.dtype if arr.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    out: FloatArray = np.ascontiguousarray(arr, dtype=target)
+    # Aligned too: arrays unpickled from another process (e.g. a Dask worker) can be unaligned.
+    out: FloatArray = np.require(arr, dtype=target, requirements=["C", "A"])
     return out
 
 

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Iterator
+import warnings
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from thrifty import _core
 from thrifty._validation import RandomState, seed_from_random_state
-from thrifty.dpp._checks import DeprecatedAlias, IntArray, check_int, check_matrix64, check_vector
+from thrifty.dpp import _dask
+from thrifty.dpp._checks import (
+    DeprecatedAlias,
+    IntArray,
+    ReducedRankWarning,
+    check_int,
+    check_matrix64,
+    check_vector,
+)
 from thrifty.dpp._kernels import Density, Kernel, Split, StratifiedDPP, _discretize
 from thrifty.dpp._projection import ProjectionDPP
 
@@ -66,6 +77,12 @@ class Coreset:
     -----
     Coresets pickle and deep-copy; the copy's ``dpp`` samples the same as the original's.
 
+    ``X`` may be a tall ``dask.array`` (kernel ``"haar"`` with ``split="volume"`` and a constant or
+    histogram density, or ``"ope"`` with a constant density): the coreset is then computed on the
+    cluster — never collecting X — and equals the single-machine coreset for the same seed. Then
+    ``inclusion_probabilities`` holds ``K_ii`` of the coreset points only (shape (size,)) and
+    ``dpp`` is a :class:`~thrifty.dpp.DistributedProjectionDPP` (``"ope"``) or None (``"haar"``).
+
     Examples
     --------
     >>> import numpy as np
@@ -95,6 +112,9 @@ class Coreset:
             raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
         if weights not in ("unbiased", "self_normalized"):
             raise ValueError(f"weights must be 'unbiased' or 'self_normalized', got {weights!r}")
+        if _dask.is_dask_array(X):
+            self._init_distributed(X, m, kernel, density, random_state, weights, kernel_options)
+            return
         x = check_matrix64(X, "X")
         opts = {"domain": None, "split": "volume", "order": 2, "jacobi_params": (0.0, 0.0), **kernel_options}
         dpp = _discretize(x, m, "m", kernel, density, opts["domain"], opts["split"], opts["order"], opts["jacobi_params"])
@@ -115,6 +135,65 @@ class Coreset:
         self.inclusion_probabilities: F64 = kdiag
         self.dpp: ProjectionDPP | StratifiedDPP = dpp
         self.seed_: int = seed
+
+    def _init_distributed(
+        self, X: Any, m: Any, kernel: Any, density: Any, random_state: RandomState, weights: str, options: dict[str, Any]
+    ) -> None:
+        """The coreset of a tall dask array: the single-machine result for the same seed (see ``_dask``)."""
+        Xa = _dask.aligned(X, "X")
+        n = int(Xa.shape[0])
+        mm = check_int(m, "m", minimum=1)
+        if mm > n:
+            raise ValueError(f"m = {mm} exceeds the number of points ({n})")
+        if options.get("domain") is not None:
+            raise ValueError("domain must be None for a dask array (the data's bounding box is used)")
+        seed = seed_from_random_state(random_state)
+        if kernel == "haar":
+            split = options.get("split", "volume")
+            if split != "volume":
+                raise ValueError(f"split must be 'volume' for a dask array (a quantile split sorts all rows), got {split!r}")
+            if not (density is None or (isinstance(density, str) and density in ("uniform", "histogram"))):
+                raise ValueError(f"density must be None, 'uniform' or 'histogram' for a dask array with kernel='haar', got {density!r}")
+            idx, w, rank, _ = _dask.haar_coreset(Xa, mm, seed)
+            dpp: Any = None
+        elif kernel == "ope":
+            if not (density is None or (isinstance(density, str) and density == "uniform")):
+                raise ValueError(f"density must be None or 'uniform' for a dask array with kernel='ope', got {density!r}")
+            a_, b_ = (float(v) for v in options.get("jacobi_params", (0.0, 0.0)))
+            if not (a_ > -1 and b_ > -1):
+                raise ValueError(f"jacobi_params must be > -1, got {options.get('jacobi_params')}")
+            lo, hi = _dask.data_box(Xa)
+
+            def feats(block: Any) -> Any:
+                z = _dask._map_unit(block, lo, hi, -1.0, 1.0)
+                return np.asarray(_core.dpp_jacobi_features(z, mm, a_, b_, np.ones(z.shape[0])))
+
+            F = Xa.map_blocks(feats, chunks=(Xa.chunks[0], (mm,)), dtype=np.float64)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ReducedRankWarning)
+                dpp = ProjectionDPP.from_features(F)
+            idx = dpp.sample(seed)
+            w = 1.0 / dpp.leverage_of(idx)
+            rank = dpp.rank
+        else:
+            raise ValueError(f"kernel must be 'haar' or 'ope' for a dask array, got {kernel!r}")
+        if rank < mm:
+            warnings.warn(f"kernel={kernel!r} has rank {rank} < m = {mm} on these data: the coreset has {rank} points", ReducedRankWarning, stacklevel=3)
+        kd = 1.0 / w
+        if weights == "self_normalized":
+            w = w * (n / w.sum())
+        self.X = Xa
+        self.m = mm
+        self.kernel = str(kernel)
+        self.weights_mode = weights
+        self.kernel_options = dict(options)
+        self.indices = np.asarray(idx, dtype=np.int64)
+        self.size = int(self.indices.size)
+        self.weights = np.asarray(w, dtype=np.float64)
+        # Only the coreset's own K_ii: an (n,) array would not fit on the driver at this scale.
+        self.inclusion_probabilities = np.asarray(kd, dtype=np.float64)
+        self.dpp = dpp
+        self.seed_ = seed
 
     def __repr__(self) -> str:
         return (

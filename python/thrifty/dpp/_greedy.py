@@ -10,7 +10,13 @@ import numpy as np
 import numpy.typing as npt
 
 from thrifty import _core
-from thrifty.dpp._checks import IntArray, ReducedRankWarning, check_int, check_matrix, check_positive_float
+from thrifty.dpp._checks import (
+    IntArray,
+    ReducedRankWarning,
+    check_int,
+    check_matrix,
+    check_positive_float,
+)
 
 F64 = npt.NDArray[np.float64]
 

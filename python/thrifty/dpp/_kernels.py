@@ -9,7 +9,8 @@ projection DPP of rank m on the data). Never an n×n matrix.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Literal, Union
+from collections.abc import Callable
+from typing import Any, Literal, Union
 
 import numpy as np
 import numpy.typing as npt

@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from thrifty import _core
 from thrifty._validation import RandomState, seed_from_random_state
+from thrifty.dpp import _dask
 from thrifty.dpp._checks import (
     DeprecatedAlias,
     FloatArray,
@@ -42,14 +43,18 @@ def _default_rtol(dtype: np.dtype[Any]) -> float:
 def orthonormalize(features: Any, *, rtol: float | None = None, equilibrate: bool = True) -> FloatArray:
     """Orthonormal basis of the column space of a tall feature matrix.
 
-    Blocked Cholesky-QR (the Gram matrix ``XᵀX`` accumulated in float64 over row blocks, one or two
-    passes until ``|QᵀQ − I| ≤ 1e-11`` in float64, ``1e-5`` in float32), with a column-pivoted
-    Householder QR fallback for ill-conditioned or rank-deficient input. Never forms an n×n matrix:
-    O(np²) time, O(np) memory. Ctrl-C interrupts it (checked between row blocks).
+    Direct TSQR (Householder QR of fixed blocks of 8192 rows, combined by one fixed binary tree; in
+    float64 whatever the input precision), the numerical rank from the SVD of the p×p factor R, and
+    ``Q = X·W``; a second TSQR pass refines the basis when R is ill-conditioned. Never forms an n×n
+    matrix: O(np²) time, O(np) memory. Ctrl-C interrupts it (checked between row blocks).
+
+    A tall ``dask.array`` is accepted too: the same tree runs over the chunks (re-cut to the 8192-row
+    blocks if needed) and a lazy dask array ``Q`` comes back, equal bit for bit to the NumPy result
+    on the same data, whatever the chunking or the number of workers.
 
     Parameters
     ----------
-    features : array-like of shape (n, p)
+    features : array-like or dask.array of shape (n, p)
         float32 or float64 (kept); other real dtypes become float64; pandas frames accepted.
     rtol : float, optional
         Relative rank tolerance: directions with singular value below ``rtol · σ_max`` are dropped.
@@ -62,7 +67,7 @@ def orthonormalize(features: Any, *, rtol: float | None = None, equilibrate: boo
 
     Returns
     -------
-    Q : ndarray of shape (n, r), same float dtype
+    Q : ndarray of shape (n, r), same float dtype (a lazy dask array for dask input)
         ``QᵀQ = I_r`` and ``span(Q) = span(features)`` up to the tolerance; ``r`` is the numerical rank.
 
     Raises
@@ -81,6 +86,12 @@ def orthonormalize(features: Any, *, rtol: float | None = None, equilibrate: boo
     >>> Q.shape, bool(np.allclose(Q.T @ Q, np.eye(5)))
     ((1000, 5), True)
     """
+    if _dask.is_dask_array(features):
+        tol = _default_rtol(features.dtype) if rtol is None else check_positive_float(rtol, "rtol")
+        if not tol < 1:
+            raise ValueError(f"rtol must be strictly between 0 and 1, got {tol}")
+        lazy: FloatArray = _dask.orthonormalize(features, tol, bool(equilibrate))
+        return lazy
     x = check_matrix(features, "features", finite=False)
     tol = _default_rtol(x.dtype) if rtol is None else check_positive_float(rtol, "rtol")
     if not tol < 1:
@@ -201,7 +212,13 @@ class ProjectionDPP:
         badly scaled columns keep their directions. If the features are still numerically rank
         deficient (e.g. duplicated columns), the DPP has rank r < p: every sample has r items, and
         a :class:`ReducedRankWarning` says so (``rank`` records r).
+
+        Given a tall ``dask.array``, returns a :class:`~thrifty.dpp.DistributedProjectionDPP`
+        whose samples equal those of this method on the same data in NumPy, for the same seed.
         """
+        if _dask.is_dask_array(features):
+            dist: ProjectionDPP = _distributed_from_features(features, rtol, method, equilibrate)
+            return dist
         x = check_matrix(features, "features", finite=False)
         q = orthonormalize(x, rtol=rtol, equilibrate=equilibrate)
         if q.shape[1] < x.shape[1]:
@@ -287,3 +304,22 @@ class ProjectionDPP:
         gv = check_vector(g, "g", self.n_items)
         w = resolve_weights(weights, self._kdiag, self.n_items)
         return float(_core.dpp_exact_variance(self.U, np.ascontiguousarray(w * gv, dtype=np.float64)))
+
+
+def _distributed_from_features(features: Any, rtol: float | None, method: Method, equilibrate: bool) -> Any:
+    """``ProjectionDPP.from_features`` on a dask array (TSQR on the cluster; see ``_dask``)."""
+    if method != "accept_reject":
+        raise ValueError(f"method must be 'accept_reject' for a dask array (the chain rule reads every row per step), got {method!r}")
+    X = _dask.aligned(features, "features")
+    tol = _default_rtol(X.dtype) if rtol is None else check_positive_float(rtol, "rtol")
+    if not tol < 1:
+        raise ValueError(f"rtol must be strictly between 0 and 1, got {tol}")
+    W, rank = _dask.whitening(X, tol, bool(equilibrate))
+    if rank < X.shape[1]:
+        warnings.warn(
+            f"features have numerical rank {rank} < {X.shape[1]} columns: the projection DPP has "
+            f"rank {rank}, so every sample has {rank} items",
+            ReducedRankWarning,
+            stacklevel=3,
+        )
+    return _dask.DistributedProjectionDPP(X, W, rank)

@@ -4,6 +4,7 @@ use pyo3::prelude::*;
 
 mod errors;
 mod dpp;
+mod dpp_blocks;
 mod inference;
 mod kmeans;
 
@@ -13,5 +14,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kmeans::register(m)?;
     inference::register(m)?;
     dpp::register(m)?;
+    dpp_blocks::register(m)?;
     Ok(())
 }

@@ -33,12 +33,20 @@ impl GuideTable {
         if n == 0 {
             return Err(ThriftyError::shape("weights", "must be non-empty"));
         }
+        // Prefix sums in two levels over fixed blocks of rows: cum_i = P_b + c_i with c_i the running
+        // sum inside block b and P_b the running sum of the block totals. A distributed caller that
+        // holds only block totals maps a target to its block, and the block's worker finishes the
+        // search with the same arithmetic (tsqr::locate_in_block): the same item, bit for bit.
         let mut cum = Vec::with_capacity(n);
         let (mut acc, mut ok) = (0.0, true);
-        for &x in w {
-            ok &= x.is_finite() && x >= 0.0;
-            acc += x;
-            cum.push(acc);
+        for blk in w.chunks(super::tsqr::LEAF_ROWS) {
+            let mut c = 0.0;
+            for &x in blk {
+                ok &= x.is_finite() && x >= 0.0;
+                c += x;
+                cum.push(acc + c);
+            }
+            acc += c;
         }
         if !ok {
             return Err(ThriftyError::invalid("weights", "must be finite and non-negative"));

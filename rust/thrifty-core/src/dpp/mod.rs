@@ -26,6 +26,8 @@ pub mod kernels;
 pub mod ortho;
 pub mod pivot;
 pub mod projection;
+pub mod remote;
+pub mod tsqr;
 
 pub use guide::GuideTable;
 pub use pivot::{Mode, PivotPath};

@@ -1,19 +1,13 @@
 //! Orthonormalisation of a tall N×p feature matrix by blocked Cholesky-QR (never N×N), leverage
 //! scores, and the exact variance of a weighted linear statistic of a DPP with kernel K = WWᵀ.
 //!
-//! Cholesky-QR: G = XᵀX (accumulated in f64 over fixed row blocks, summed in a fixed order so the
-//! result does not depend on the thread count), W = R⁻¹ from G = RᵀR, Q = XW. If the Cholesky
-//! factorisation fails or G is too ill-conditioned, the fallback is the eigendecomposition
-//! G = VΛVᵀ with W = V_r Λ_r^{-1/2} over the eigenvalues above the rank tolerance. The pass is
-//! repeated on Q (Cholesky-QR2) until ‖QᵀQ − I‖_max is below the working tolerance. The columns
-//! are equilibrated first (scaled to unit norm, read off the Gram diagonal at no extra pass): the
-//! column space is unchanged and a column of scale 1e-9 beside one of scale 1 keeps its direction
-//! instead of falling below the rank tolerance.
+//! Orthonormalisation is a direct TSQR over fixed logical row blocks ([`super::tsqr`], shared with
+//! the distributed path): the columns are equilibrated (scaled to unit norm, read off R), the rank
+//! comes from the SVD of the p×p R, and a second pass refines an ill-conditioned basis.
 //!
 //! [`orthonormality_probe`]: the O(Np) randomized check of UᵀU = I, fused with the leverage pass.
-use super::{check_cancel, try_zeroed};
+use super::check_cancel;
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
-use crate::linalg;
 use crate::rng;
 use crate::scalar::Real;
 use rayon::prelude::*;
@@ -90,9 +84,11 @@ pub fn gram_cancellable<T: Dense>(x: &[T], n: usize, p: usize, cancel: &AtomicBo
 }
 
 /// One row block of [`leverage_and_probe`]: leverage into `lb`, `w_c += (U_i·z_c) U_i` into `w`.
-/// Eight independent lanes per sum so the compiler can keep them in SIMD registers.
+/// Eight independent lanes per sum so the compiler can keep them in SIMD registers. With `FMA` the
+/// probe's dot products and updates use fused multiply-adds (half the instructions); the leverage
+/// (`sumsq`) never does, so it has the same bits as [`leverage`] on every path.
 #[inline(always)]
-fn probe_rows<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
+fn probe_rows<T: Real, const FMA: bool>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
     let mut y = [0.0f64; 4];
     for (l, row) in lb.iter_mut().zip(ub.chunks_exact(p)) {
         *l = sumsq(row);
@@ -103,14 +99,14 @@ fn probe_rows<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], 
             let tail: f64 = rc.remainder().iter().zip(zcc.remainder()).map(|(a, b)| a.as_f64() * b).sum();
             for (r8, z8) in rc.zip(zcc) {
                 for t in 0..8 {
-                    acc[t] += r8[t].as_f64() * z8[t];
+                    acc[t] = if FMA { r8[t].as_f64().mul_add(z8[t], acc[t]) } else { acc[t] + r8[t].as_f64() * z8[t] };
                 }
             }
             *yc = acc.iter().sum::<f64>() + tail;
         }
         for (c, &yc) in y.iter().enumerate().take(k) {
             for (wj, &uj) in w[c * p..(c + 1) * p].iter_mut().zip(row) {
-                *wj += yc * uj.as_f64();
+                *wj = if FMA { yc.mul_add(uj.as_f64(), *wj) } else { *wj + yc * uj.as_f64() };
             }
         }
     }
@@ -123,7 +119,17 @@ fn probe_rows<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn probe_rows_avx2<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
-    probe_rows(ub, p, z, k, lb, w)
+    probe_rows::<T, false>(ub, p, z, k, lb, w)
+}
+
+/// [`probe_rows`] with AVX2 and fused multiply-adds.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (checked by the caller).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn probe_rows_fma<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
+    probe_rows::<T, true>(ub, p, z, k, lb, w)
 }
 
 /// Leverage scores ‖U_i‖² and `UᵀU Z` for the `k ≤ 4` probe columns `z` (column c at
@@ -135,6 +141,8 @@ pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: u
     let k = k.min(4);
     #[cfg(target_arch = "x86_64")]
     let avx2 = std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(target_arch = "x86_64")]
+    let fma = avx2 && std::arch::is_x86_feature_detected!("fma");
     let mut lev = vec![0.0; n];
     let partials: Vec<Vec<f64>> = lev
         .par_chunks_mut(ROWS)
@@ -142,12 +150,18 @@ pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: u
         .map(|(lb, ub)| {
             let mut w = vec![0.0; p * k];
             #[cfg(target_arch = "x86_64")]
+            if fma {
+                // SAFETY: AVX2 and FMA support were detected at run time.
+                unsafe { probe_rows_fma(ub, p, z, k, lb, &mut w) };
+                return w;
+            }
+            #[cfg(target_arch = "x86_64")]
             if avx2 {
                 // SAFETY: AVX2 support was detected at run time.
                 unsafe { probe_rows_avx2(ub, p, z, k, lb, &mut w) };
                 return w;
             }
-            probe_rows(ub, p, z, k, lb, &mut w);
+            probe_rows::<T, false>(ub, p, z, k, lb, &mut w);
             w
         })
         .collect();
@@ -233,129 +247,19 @@ pub fn leverage<T: Real>(u: &[T], n: usize, p: usize) -> Vec<f64> {
     out
 }
 
-/// `W = R⁻¹` (p×p, row-major, upper triangular) from the Cholesky factor of the Gram matrix, or
-/// `None` when the factorisation fails or a pivot is below `rtol² · max G_ii` (then the Gram
-/// matrix cannot resolve the column space and the Householder fallback takes over).
-fn whitening(g: &[f64], p: usize, rtol: f64) -> Option<Vec<f64>> {
-    let gmax = (0..p).map(|i| g[i * p + i]).fold(0.0, f64::max);
-    if !(gmax > 0.0) {
-        return None;
-    }
-    let l = linalg::cholesky_lower(g, p)?;
-    let dmin = (0..p).map(|i| l[i * p + i] * l[i * p + i]).fold(f64::INFINITY, f64::min);
-    if !(dmin > rtol * rtol * gmax) {
-        return None;
-    }
-    // W = L⁻ᵀ: solve Lᵀ W = I column by column.
-    let mut w = vec![0.0; p * p];
-    for c in 0..p {
-        for i in (0..=c).rev() {
-            let mut s = if i == c { 1.0 } else { 0.0 };
-            for k in i + 1..=c {
-                s -= l[k * p + i] * w[k * p + c];
-            }
-            w[i * p + c] = s / l[i * p + i];
-        }
-    }
-    Some(w)
-}
-
-/// Fallback: column-pivoted Householder QR of X·diag(scale) (in f64), rank from
-/// |R_jj| > rtol·|R_00|.
-fn householder<T: Dense>(x: &[T], n: usize, p: usize, scale: &[f64], rtol: f64) -> Result<(Vec<T>, usize)> {
-    let mut f: Vec<f64> = try_zeroed("features", n * p)?;
-    for (i, row) in f.chunks_mut(p).enumerate() {
-        for (j, v) in row.iter_mut().enumerate() {
-            *v = x[i * p + j].as_f64() * scale[j];
-        }
-    }
-    let qr = linalg::view(&f, n, p).col_piv_qr();
-    let r = qr.R();
-    let k = n.min(p);
-    let r00 = r[(0, 0)].abs();
-    if !(r00 > 0.0) {
-        return Err(ThriftyError::invalid("features", "all columns are zero (rank 0)"));
-    }
-    let rank = (0..k).take_while(|&j| r[(j, j)].abs() > rtol * r00).count();
-    let q = qr.compute_thin_Q();
-    let mut out = try_zeroed("features", n * rank)?;
-    for i in 0..n {
-        for j in 0..rank {
-            out[i * rank + j] = T::of(q[(i, j)]);
-        }
-    }
-    Ok((out, rank))
-}
-
-/// `X·W` (n×r) computed blockwise, fused with its Gram matrix (each block is still in cache).
-fn apply<T: Dense>(x: &[T], n: usize, p: usize, w: &[f64], r: usize, cancel: &AtomicBool) -> Result<(Vec<T>, Vec<f64>)> {
-    let wt: Vec<T> = w.iter().map(|&v| T::of(v)).collect();
-    let mut q = try_zeroed("features", n * r)?;
-    let partials: Vec<Vec<f64>> = q
-        .par_chunks_mut(BLOCK * r)
-        .zip(x[..n * p].par_chunks(BLOCK * p))
-        .map(|(qb, xb)| {
-            check_cancel(cancel)?;
-            let b = xb.len() / p;
-            T::mul_block(xb, b, p, &wt, r, qb);
-            let mut g = vec![T::zero(); r * r];
-            T::gram_block(qb, b, r, &mut g);
-            Ok(g.into_iter().map(|v| v.as_f64()).collect())
-        })
-        .collect::<Result<_>>()?;
-    Ok((q, sum_partials(partials, r)))
-}
-
 /// Orthonormal basis `Q` (n×r, row-major) of the column space of the row-major `n × p` matrix `x`
-/// and its numerical rank `r`. With `equilibrate` the columns are first scaled to unit norm (same
-/// column space), and singular values of the scaled matrix below `rtol · σ_max` are dropped;
-/// without it, those of `x` itself. O(np²) time; stops with `Err(Interrupted)` soon after
-/// `cancel` is raised (checked before every row block).
+/// and its numerical rank `r`: direct TSQR over fixed logical row blocks ([`super::tsqr`]), the
+/// same bits as the distributed (Dask) path on any chunking. With `equilibrate` the columns are
+/// first scaled to unit norm (same column space), and singular values of the scaled matrix below
+/// `rtol · σ_max` are dropped; without it, those of `x` itself. O(np²) time; stops with
+/// `Err(Interrupted)` soon after `cancel` is raised (checked before every row block).
 pub fn orthonormalize<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64, equilibrate: bool, cancel: &AtomicBool) -> Result<(Vec<T>, usize)> {
     ensure_matrix("features", x, n, p)?;
     super::ortho::finite("features", x)?;
     if !(rtol > 0.0 && rtol < 1.0) {
         return Err(ThriftyError::invalid("rtol", format!("must be in (0, 1), got {rtol}")));
     }
-    let target = if T::EPSILON_F64 > 1e-10 { 1e-5 } else { 1e-11 };
-    // The Gram matrix resolves singular values down to about sqrt(eps)·σ_max; below that (or when
-    // the caller asks for a finer rank tolerance) use Householder QR.
-    let resolvable = 30.0 * T::EPSILON_F64.sqrt();
-    let mut g = gram_cancellable(x, n, p, cancel)?;
-    // Column scales s_j = 1/‖x_j‖ (1 for a zero column): G ← S G S, W ← S W'.
-    let scale: Vec<f64> = (0..p)
-        .map(|j| {
-            let d = g[j * p + j].sqrt();
-            if equilibrate && d > 0.0 && d.is_finite() { 1.0 / d } else { 1.0 }
-        })
-        .collect();
-    for i in 0..p {
-        for j in 0..p {
-            g[i * p + j] *= scale[i] * scale[j];
-        }
-    }
-    let Some(mut w) = whitening(&g, p, rtol.max(resolvable)) else {
-        return householder(x, n, p, &scale, rtol);
-    };
-    for i in 0..p {
-        for v in &mut w[i * p..(i + 1) * p] {
-            *v *= scale[i];
-        }
-    }
-    let (mut q, mut gq) = apply(x, n, p, &w, p, cancel)?;
-    for _ in 0..3 {
-        let err = (0..p * p).map(|k| (gq[k] - if k % (p + 1) == 0 { 1.0 } else { 0.0 }).abs()).fold(0.0, f64::max);
-        if err <= target {
-            return Ok((q, p));
-        }
-        let Some(w2) = whitening(&gq, p, 1e-4) else {
-            return householder(x, n, p, &scale, rtol);
-        };
-        let next = apply(&q, n, p, &w2, p, cancel)?;
-        q = next.0;
-        gq = next.1;
-    }
-    householder(x, n, p, &scale, rtol)
+    super::tsqr::orthonormalize(x, n, p, rtol, equilibrate, cancel)
 }
 
 /// Exact variance of the linear statistic Σ_{i∈S} g_i of a DPP with marginal kernel K = WWᵀ

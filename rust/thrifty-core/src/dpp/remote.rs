@@ -1,0 +1,176 @@
+//! The accept/reject projection sampler run on the driver over fetched rows only (the distributed
+//! path): the proposals are drawn up front, the rows they hit are fetched from the workers, and the
+//! same loop as the single-machine sampler runs on that compact set of rows.
+//!
+//! Why this works: the single-machine loop ([`super::pivot`]) draws (proposal, uniform) pairs from
+//! stream (seed, s) and nothing else; the batch schedule only decides how many of them are used. So
+//! pair k is a fixed function of (seed, s, k), and running the loop on the fetched rows with the same
+//! arithmetic (the same [`FactorState`], the same batch sizes) gives the same sample bit for bit.
+//! **This loop must stay in lockstep with `pivot::accept_reject`**; the test below compares the two.
+use super::check_cancel;
+use super::ortho::Dense;
+use super::pivot::{FactorState, PivotState};
+use super::projection::TOL;
+use crate::error::{Result, ThriftyError};
+use crate::rng;
+use std::sync::atomic::AtomicBool;
+
+/// The first `count` proposal pairs of sample `task`: targets `u₁·total` (to be mapped to items
+/// through the prefix sums of the leverage scores) and the acceptance uniforms `u₂`.
+pub fn proposal_pairs(seed: u64, task: u64, count: usize, total: f64) -> (Vec<f64>, Vec<f64>) {
+    let mut r = rng::stream(seed, task);
+    let mut t = Vec::with_capacity(count);
+    let mut u = Vec::with_capacity(count);
+    for _ in 0..count {
+        t.push(rng::uniform(&mut r) * total);
+        u.push(rng::uniform(&mut r));
+    }
+    (t, u)
+}
+
+/// One sample of `p` items (indices into the compact rows) from the proposals `items[k]` (compact
+/// index of the k-th proposal) with acceptance uniforms `us[k]`; `rows` (nc×p) are the fetched rows of
+/// U and `lev` their leverage scores. `Ok(None)` when the proposals run out before the sample is
+/// complete (fetch more and call again).
+pub fn sample_from_rows<T: Dense>(
+    rows: &[T],
+    nc: usize,
+    p: usize,
+    lev: &[f64],
+    items: &[usize],
+    us: &[f64],
+    cancel: &AtomicBool,
+) -> Result<Option<Vec<usize>>> {
+    if rows.len() != nc * p
+        || lev.len() != nc
+        || items.len() != us.len()
+        || items.iter().any(|&i| i >= nc)
+    {
+        return Err(ThriftyError::shape(
+            "rows",
+            "fetched rows, leverages and proposals do not match",
+        ));
+    }
+    let mut state = FactorState::new(rows, nc, p, lev);
+    let k = p;
+    let rank = k as f64;
+    let max_prop = 1000 * (k + 1) + 10_000;
+    let mut res = vec![0.0; 256];
+    let mut chosen: Vec<usize> = Vec::with_capacity(k);
+    let mut next = 0usize;
+    while chosen.len() < k {
+        check_cancel(cancel)?;
+        if 2 * chosen.len() >= k {
+            state.use_complement();
+        }
+        let t = chosen.len() as f64;
+        let expect = rank / (rank - t).max(1.0);
+        let b = ((0.5 * expect).ceil() as usize).clamp(1, 256);
+        let mut tries = 0usize;
+        'step: loop {
+            if tries > max_prop {
+                return Err(ThriftyError::numerical(
+                    "accept/reject sampler",
+                    "no proposal accepted: the basis is not orthonormal or k exceeds the rank",
+                ));
+            }
+            if next + b > items.len() {
+                return Ok(None);
+            }
+            let idx = &items[next..next + b];
+            let u = &us[next..next + b];
+            next += b;
+            state.residuals(idx, &mut res[..b]);
+            tries += b;
+            for a in 0..b {
+                let j = idx[a];
+                if u[a] * state.diagonal_at(j) < res[a] && state.add(j, TOL).is_some() {
+                    chosen.push(j);
+                    break 'step;
+                }
+            }
+        }
+    }
+    Ok(Some(chosen))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dpp::projection::{Method, OrthoCheck, Projection};
+    use crate::dpp::{never, tsqr, GuideTable};
+
+    #[test]
+    fn fetched_rows_give_the_single_machine_sample() {
+        let (n, p) = (2 * tsqr::LEAF_ROWS + 999, 12);
+        let mut r = rng::stream(4, 0);
+        let x: Vec<f64> = (0..n * p).map(|_| rng::uniform(&mut r) - 0.5).collect();
+        let (u, rank) = tsqr::orthonormalize(&x, n, p, 1e-8, true, never()).unwrap();
+        let proj = Projection::new(&u, n, rank, OrthoCheck::Skip).unwrap();
+        let table = GuideTable::new(&proj.leverage).unwrap();
+        let (totals, last) = tsqr::block_totals(&proj.leverage);
+        let mut ends = Vec::new();
+        let mut acc = 0.0;
+        for t in &totals {
+            acc += t;
+            ends.push(acc);
+        }
+        for s in 0..20u64 {
+            let want = proj.sample(&u, Method::AcceptReject, 77, s).unwrap();
+            let (targets, us) = proposal_pairs(77, s, 2000, acc);
+            // Map the targets to items the distributed way: block from the totals, then the block.
+            let global: Vec<usize> = targets
+                .iter()
+                .map(|&t| {
+                    let b = ends.partition_point(|&e| e <= t);
+                    if b == ends.len() {
+                        return last.unwrap();
+                    }
+                    let start = if b == 0 { 0.0 } else { ends[b - 1] };
+                    let lo = b * tsqr::LEAF_ROWS;
+                    let hi = (lo + tsqr::LEAF_ROWS).min(n);
+                    lo + tsqr::locate_in_block(&proj.leverage[lo..hi], start, &[t])[0].unwrap()
+                })
+                .collect();
+            // The table draws the same items.
+            let mut rr = rng::stream(77, s);
+            for &g in global.iter().take(50) {
+                assert_eq!(table_draw(&table, &mut rr), g);
+            }
+            let mut uniq = global.clone();
+            uniq.sort();
+            uniq.dedup();
+            let rows: Vec<f64> = uniq
+                .iter()
+                .flat_map(|&i| u[i * rank..(i + 1) * rank].to_vec())
+                .collect();
+            let lev: Vec<f64> = uniq.iter().map(|&i| proj.leverage[i]).collect();
+            let items: Vec<usize> = global
+                .iter()
+                .map(|g| uniq.binary_search(g).unwrap())
+                .collect();
+            let got = sample_from_rows(&rows, uniq.len(), rank, &lev, &items, &us, never())
+                .unwrap()
+                .unwrap();
+            let got: Vec<usize> = got.into_iter().map(|c| uniq[c]).collect();
+            assert_eq!(got, want, "sample {s}");
+            assert!(sample_from_rows(
+                &rows,
+                uniq.len(),
+                rank,
+                &lev,
+                &items[..3],
+                &us[..3],
+                never()
+            )
+            .unwrap()
+            .is_none());
+        }
+    }
+
+    fn table_draw(t: &GuideTable, r: &mut crate::rng::Stream) -> usize {
+        let i = t.draw(r);
+        let _ = rng::uniform(r);
+        i
+    }
+}
