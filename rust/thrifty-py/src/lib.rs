@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod errors;
 mod dpp;
 mod inference;
+mod inference_blocks;
 mod kmeans;
 
 #[pymodule]
@@ -12,6 +13,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     kmeans::register(m)?;
     inference::register(m)?;
+    inference_blocks::register(m)?;
     dpp::register(m)?;
     Ok(())
 }
