@@ -81,6 +81,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--perm", type=int, default=10_000)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--n", type=int, default=300, help="rows of the permutation problem")
+    ap.add_argument("--perm-p", type=int, default=100, help="columns of the permutation problem")
     ap.add_argument("--rows", type=int, default=10_000_000, help="rows of the dask-array X")
     ap.add_argument("--p", type=int, default=50, help="columns of the dask-array X")
     ap.add_argument("--chunk", type=int, default=250_000, help="rows per generated chunk")
@@ -95,13 +97,13 @@ def main() -> int:
     warnings.simplefilter("ignore", GateWarning)
     say(f"scale_inference: {args.workers} workers x 1 thread, os.cpu_count()={os.cpu_count()}, "
         f"load average {os.getloadavg()[0]:.1f} (shared machine: timings are noisy)")
-    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            memory_limit="3GiB")
     client = Client(cluster)
     try:
         # ---- 1. NB-permutation test, B = 10^4 -------------------------------------------------------
         g = np.random.default_rng(0)
-        n, p = 500, 200
+        n, p = args.n, args.perm_p
         X = g.normal(size=(n, p))
         y = 0.1 * X[:, 0] + g.normal(size=n)
         say(f"\n[1] NB-permutation, PLS1 k=1 and k=2, n={n}, p={p}, J=50 splits, B={args.perm}")
@@ -118,9 +120,9 @@ def main() -> int:
             say(f"  k={k}: one process 1 thread {t1:.2f} s | 2 threads {t2:.2f} s | cluster {args.workers} workers "
                 f"{tc:.2f} s | ratio cluster/1-thread {tc / t1:.2f} | p = {dist.pvalue:.6g} "
                 f"identical to the local run: {same}")
-            say(f"       shipped once: X+y {(X.nbytes + y.nbytes) / 2**20:.2f} MiB + 50 train-index arrays "
-                f"{50 * (n // 2) * 8 / 2**20:.2f} MiB; back per permutation and split: one float; "
-                f"peak RSS per worker: {mem.text()}")
+            say(f"       shipped once per worker: X+y {(X.nbytes + y.nbytes) / 2**20:.2f} MiB + 50 train-index arrays "
+                f"{50 * (n // 2) * 8 / 2**20:.2f} MiB; back per permutation and split: one float "
+                f"({50 * args.perm * 8 / 2**20:.1f} MiB in all); peak RSS per worker: {mem.text()}")
             if not same:
                 say("  MISMATCH between the cluster and the local run")
                 return 1

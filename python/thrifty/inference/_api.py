@@ -501,6 +501,7 @@ def subspace_test(
             sample_weight=sample_weight, rotate=rotate, force=force, random_state=random_state,
             confidence_level=confidence_level,
         )
+    # validate, resolve the route through the gate (step 1), run the split test or a baseline (2, 3)
     pb = _prepare_problem(
         X, y, n_components, learner, sample_weight, rotate, confidence_level, ridge_alpha, spca_n_features,
         random_state, n_jobs, progress, backend,

@@ -1,11 +1,11 @@
 """Split and permutation work of the subspace tests on a Dask cluster or any joblib backend (issue 11).
 
-One code path through joblib: ``backend="dask"`` runs it on the default ``dask.distributed`` client
-(Dask's joblib backend), ``backend="joblib"`` or an active ``joblib.parallel_config`` /
-``parallel_backend`` context on that backend. The problem (X, y, splits, options) is one object,
-scattered once to every worker (Dask: ``scatter=[payload]``, replicated so that a lost worker does
-not lose it; loky: memory-mapped); the tasks are batches of (permutation block × split group) that
-return their piece, and the driver puts the pieces back by index.
+``backend="dask"`` runs it on the default ``dask.distributed`` client, ``backend="joblib"`` or an
+active ``joblib.parallel_config`` / ``parallel_backend`` context on that joblib backend (Dask's,
+Ray's, loky, threads). The problem (X, y, splits, options) is one object, shipped once to every
+worker (Dask: scattered and broadcast, so that a lost worker does not lose it; joblib's Dask backend
+scatters it once per call; loky memory-maps its arrays); the tasks are batches of (permutation block
+× split group) that return their piece, and the driver puts the pieces back by index.
 
 Why the p-values are those of the single-machine run for the same seed: permutation ``b`` draws from
 its own stream ``(seed, b)``, split ``j`` from ``(seed, j)``; the permutation blocks are the ones the
@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 
 BACKENDS = ("local", "joblib", "dask")
 
-# tasks per run the split groups aim at (more than the workers of a small cluster, few enough that
-# the per-task overhead stays small); the grouping never changes a result
+# most tasks per run the split groups aim at (the grouping never changes a result)
 _TARGET_TASKS = 64
 
 
@@ -102,18 +101,42 @@ def run_tasks(backend: str, fn: Callable[[Any, Any], Any], payload: Any, tasks: 
 
 
 def _parallel(backend: str, fn: Callable[[Any, Any], Any], payload: Any, tasks: Sequence[Any]) -> Iterator[Any]:
-    joblib: Any = importlib.import_module("joblib")
-    calls = (joblib.delayed(fn)(payload, t) for t in tasks)
     if backend == "dask":
-        # scattered once, broadcast to every worker
-        with joblib.parallel_config(backend="dask", scatter=[payload]):
-            yield from joblib.Parallel(n_jobs=-1, batch_size=1, return_as="generator")(calls)
-    else:
-        yield from joblib.Parallel(return_as="generator")(calls)
+        yield from _on_dask(fn, payload, tasks)
+        return
+    joblib: Any = importlib.import_module("joblib")
+    yield from joblib.Parallel(return_as="generator")(joblib.delayed(fn)(payload, t) for t in tasks)
 
 
-def _groups(n_splits: int, n_blocks: int) -> list[tuple[int, int]]:
-    per = max(1, -(-n_splits * n_blocks // _TARGET_TASKS)) if n_blocks < _TARGET_TASKS else n_splits
+def _on_dask(fn: Callable[[Any, Any], Any], payload: Any, tasks: Sequence[Any]) -> Iterator[Any]:
+    """The tasks on the default Dask client: the payload scattered once and broadcast to every
+    worker (a lost worker loses no data; ``hash=False``: a fresh key per call, so a repeated call
+    never races the release of the previous one's), results gathered in task order; the futures
+    are cancelled when the caller stops early (an error, Ctrl-C)."""
+    client: Any = importlib.import_module("distributed").get_client()
+    data = client.scatter(payload, broadcast=True, hash=False)
+    futures = [client.submit(fn, data, t, pure=False, retries=2) for t in tasks]
+    try:
+        for f in futures:
+            yield f.result()
+    finally:
+        client.cancel([*futures, data])
+
+
+def _workers(backend: str) -> int:
+    """Workers the backend offers (Dask: the client's; joblib: the active n_jobs)."""
+    if backend == "dask":
+        client: Any = importlib.import_module("distributed").get_client()
+        return max(1, len(client.scheduler_info().get("workers", {})))
+    joblib: Any = importlib.import_module("joblib")
+    return max(1, int(joblib.Parallel()._effective_n_jobs()))
+
+
+def _groups(n_splits: int, n_blocks: int, workers: int) -> list[tuple[int, int]]:
+    """Split groups: about 4 tasks per worker in all, but as few as the work allows, since every task
+    draws its block's permutations afresh. Never changes a result."""
+    target = min(_TARGET_TASKS, 4 * workers)
+    per = max(1, -(-n_splits * n_blocks // target)) if n_blocks < target else n_splits
     return [(lo, min(n_splits, lo + per)) for lo in range(0, n_splits, per)]
 
 
@@ -193,7 +216,7 @@ def _task_cv(payload: _Payload, task: tuple[int, int, str, int, bool]) -> tuple[
 def split_statistics(pb: _Problem, trains: list[IntArray]) -> FloatArray:
     """Held-out r of every split, the splits spread over the backend."""
     assert pb.backend is not None
-    groups = _groups(len(trains), 1)
+    groups = _groups(len(trains), 1, _workers(pb.backend))
     pieces = list(run_tasks(pb.backend, _task_split_rs, _Payload(pb, trains), groups))
     for _, k, known in pieces:
         if known:
@@ -210,7 +233,7 @@ def nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int, chunk
     bar = _bar(pb, n_perm)
     try:
         if core_route:
-            groups = _groups(len(trains), len(blocks))
+            groups = _groups(len(trains), len(blocks), _workers(pb.backend))
             tasks = [(s, c, lo, hi) for s, c in blocks for lo, hi in groups]
             pieces = run_tasks(pb.backend, _task_null_rs, payload, tasks)
             for s, c in blocks:

@@ -52,7 +52,9 @@ fn inference_split_null_rs<'py>(
     let rotate = match rotate {
         "none" => Rotation::None,
         "varimax" => Rotation::Varimax,
-        other => return Err(to_py(ThriftyError::invalid("rotate", format!("must be None or 'varimax', got {other:?}")))),
+        other => {
+            return Err(to_py(ThriftyError::invalid("rotate", format!("must be None or 'varimax', got {other:?}"))))
+        }
     };
     let spec = Spec { learner, k: n_components, rotate };
     let (xs, n, p) = slice2(&x, "X")?;

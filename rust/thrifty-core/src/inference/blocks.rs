@@ -35,9 +35,8 @@ pub fn split_null_rs_cancellable(
     let n = data.n;
     // permuted index and response copies: count * n entries each
     check_budget("n_perm", count, 2 * n)?;
-    let ys: Vec<Vec<f64>> = (0..count)
-        .map(|b| permutation(n, seed, start + b as u64).into_iter().map(|i| data.y[i]).collect())
-        .collect();
+    let ys: Vec<Vec<f64>> =
+        (0..count).map(|b| permutation(n, seed, start + b as u64).into_iter().map(|i| data.y[i]).collect()).collect();
     let standardize = spec.learner.standardizes();
     splits
         .par_iter()
@@ -118,7 +117,10 @@ mod tests {
                 per_split.extend(split_null_rs_cancellable(&d, &spec, pair, 11, 5, 9, Route::Auto, &cancel).unwrap());
             }
             let pieces = null_mean_z(&per_split).unwrap();
-            assert_eq!(whole.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), pieces.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+            assert_eq!(
+                whole.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                pieces.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
         }
     }
 
