@@ -70,6 +70,10 @@ class PeakMemory:
         return ", ".join(f"{v / 2**20:.0f} MiB" for _, v in sorted(self.peak.items()))
 
 
+def _warm() -> None:
+    import thrifty.inference  # noqa: F401
+
+
 def _rss() -> int:
     import psutil
 
@@ -102,6 +106,8 @@ def main() -> int:
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            memory_limit="3GiB")
     client = Client(cluster)
+    # warm the workers (imports of thrifty, numpy, scikit-learn) so that the timings below are steady
+    client.run(_warm)
     try:
         # ---- 1. NB-permutation test, B = 10^4 -------------------------------------------------------
         g = np.random.default_rng(0)
