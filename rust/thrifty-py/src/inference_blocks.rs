@@ -72,7 +72,7 @@ fn inference_split_null_rs<'py>(
     })?;
     let rows = rs.len();
     let flat: Vec<f64> = rs.into_iter().flatten().collect();
-    Ok(PyArray1::from_vec(py, flat).reshape([rows, count])?)
+    PyArray1::from_vec(py, flat).reshape([rows, count])
 }
 
 /// Mean Fisher z per permutation (column) over the splits (rows, in order), as the core combines them.
