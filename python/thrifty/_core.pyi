@@ -279,3 +279,23 @@ def dpp_chunk_leverage(x: _Float, w: npt.NDArray[np.float64], w2: npt.NDArray[np
 def dpp_locate(leverage: _F64, blocks: _I64, starts: _F64, targets: _F64) -> _I64: ...
 def dpp_proposal_pairs(seed: int, task: int, count: int, total: float) -> tuple[_F64, _F64]: ...
 def dpp_sample_fetched(rows: _Float, items: _I64, us: _F64) -> _I64 | None: ...
+
+# ---- inference pieces for distributed runs (issue 11; rust/thrifty-py/src/inference_blocks.rs) ----
+def inference_split_null_rs(
+    x: _F2,
+    y: _F1,
+    sample_weight: _F1 | None,
+    learner: str,
+    n_components: int,
+    train: list[_I1],
+    seed: int,
+    start: int,
+    count: int,
+    basis: _F2 | None = None,
+    rotate: str = "none",
+    ridge_alpha: float = 1.0,
+    spca_n_features: int = 0,
+    n_jobs: int | None = None,
+) -> _F2: ...
+def inference_null_mean_z(r: _F2) -> _F1: ...
+def inference_train_mask(n: int, n_components: int, n_splits: int, seed: int) -> npt.NDArray[np.uint64]: ...

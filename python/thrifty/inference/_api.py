@@ -25,6 +25,7 @@ from thrifty._validation import (
     power_of_two_scale,
     seed_from_random_state,
 )
+from thrifty.inference import _dask_array, _distributed
 from thrifty.inference._results import (
     BaselineResult,
     ComponentTestsResult,
@@ -36,6 +37,7 @@ from thrifty.inference._results import (
 )
 
 Method = Literal["auto", "nb", "nb-permutation", "cv-permutation-q2", "permutation-score", "jackknife"]
+Backend = Literal["local", "joblib", "dask"]
 LearnerArg = str | npt.ArrayLike | Callable[[FloatArray, FloatArray], Any] | Any
 
 METHODS = ("auto", "nb", "nb-permutation", "cv-permutation-q2", "permutation-score", "jackknife")
@@ -316,6 +318,8 @@ def _nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int) -> F
     lr = pb.lr
     n = pb.x.shape[0]
     core_route = (lr.kind in LEARNERS or lr.kind == "basis") and not pb.multi
+    if pb.backend is not None:
+        return _distributed.nb_permutation_null(pb, trains, n_perm, _perm_chunk(n_perm, n, False), core_route)
     heavy = n_perm * len(trains) * pb.x.shape[1] > 5e7 or not core_route
     bar = _progress_bar(pb.progress, n_perm, "NB-permutation", heavy=heavy)
     # one core call amortises the per-split Gram blocks over a chunk of permutations
@@ -331,14 +335,7 @@ def _nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int) -> F
                     ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, n_jobs=pb.jobs,
                 )
             else:
-                perm = _core.inference_permutation(n, pb.seed, start)
-                if pb.multi:
-                    rs = np.asarray(_core.inference_pls2_split_correlations(
-                        pb.xs, np.ascontiguousarray(pb.ys[perm]), pb.w, lr.k, trains, pb.jobs
-                    ))
-                else:
-                    rs = _split_rs(pb, trains, perm)
-                out[start] = _core.inference_mean_z(np.ascontiguousarray(rs, dtype=np.float64))
+                out[start] = _null_mean_z_refit(pb, trains, start)
             start += count
             if bar is not None:
                 bar.update(count)
@@ -346,6 +343,18 @@ def _nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int) -> F
         if bar is not None:
             bar.close()
     return out
+
+
+def _null_mean_z_refit(pb: _Problem, trains: list[IntArray], b: int) -> float:
+    """Mean Fisher z of permutation b, refitting every split (PLS2, callables, transformers)."""
+    perm = _core.inference_permutation(pb.x.shape[0], pb.seed, b)
+    if pb.multi:
+        rs = np.asarray(_core.inference_pls2_split_correlations(
+            pb.xs, np.ascontiguousarray(pb.ys[perm]), pb.w, pb.lr.k, trains, pb.jobs
+        ))
+    else:
+        rs = _split_rs(pb, trains, perm)
+    return float(_core.inference_mean_z(np.ascontiguousarray(rs, dtype=np.float64)))
 
 
 def subspace_test(
@@ -368,6 +377,7 @@ def subspace_test(
     n_folds: int = 5,
     ridge_alpha: float = 1.0,
     spca_n_features: int | None = None,
+    backend: Backend | None = None,
 ) -> SubspaceTestResult | BaselineResult:
     """Test whether a supervised subspace of X predicts y, by held-out OLS refits.
 
@@ -382,7 +392,11 @@ def subspace_test(
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        Real-valued predictors (float64 internally; never modified). NaN/inf are rejected.
+        Real-valued predictors (float64 internally; never modified). NaN/inf are rejected. A tall
+        ``dask.array`` (one chunk across the features) runs the NB-asymptotic test of one-component
+        PLS1 by block reductions (X is read twice, never gathered): ``learner="pls"``,
+        ``n_components=1``, ``method`` "auto"/"nb", no ``sample_weight``, at most 64 splits; other
+        options raise a ``TypeError``/``ValueError`` that says so.
     y : array-like of shape (n_samples,) or (n_samples, m)
         Real-valued response (not constant). With m > 1 columns the learner is PLS2 (``learner="pls"``
         only): the directions are fitted to all columns, every column is refitted on the k train
@@ -435,6 +449,13 @@ def subspace_test(
         Ridge penalty of the ridge probe (standardised units).
     spca_n_features : int, optional
         Features kept by supervised PCA (default ``min(p, max(5k, ceil(p/10)))``).
+    backend : {None, "local", "joblib", "dask"}, default=None
+        Where the split and permutation work runs. ``None``: in this process on the core's threads,
+        unless a ``joblib.parallel_config``/``parallel_backend`` context is active (then on its
+        backend). ``"dask"``: on the default ``dask.distributed`` client (Dask's joblib backend; X is
+        scattered once to every worker, tasks are blocks of permutations × groups of splits, one core
+        thread each). ``"joblib"``: the active joblib backend. The p-values are those of the local run
+        for the same seed, on any number of workers. Ignored for a dask-array X (its own scheduler runs it).
 
     Returns
     -------
@@ -474,32 +495,19 @@ def subspace_test(
     >>> p < 1e-6, res.method
     (True, 'nb')
     """
+    if _dask_array.is_dask_collection(X) or _dask_array.is_dask_collection(y):
+        return _dask_array.subspace_test(
+            X, y, n_components, learner=learner, method=method, n_splits=n_splits, splits=splits,
+            sample_weight=sample_weight, rotate=rotate, force=force, random_state=random_state,
+            confidence_level=confidence_level,
+        )
+    # validate, resolve the route through the gate (step 1), run the split test or a baseline (2, 3)
     pb = _prepare_problem(
         X, y, n_components, learner, sample_weight, rotate, confidence_level, ridge_alpha, spca_n_features,
-        random_state, n_jobs, progress,
+        random_state, n_jobs, progress, backend,
     )
-    return _route_and_run(pb, method, force, n_splits, splits, n_perm, n_folds)
-
-
-def _route_and_run(
-    pb: _Problem, method: Any, force: Any, n_splits: Any, splits: Any, n_perm: Any, n_folds: Any
-) -> SubspaceTestResult | BaselineResult:
-    """Resolve the route through the gate, then run the split test or the baseline."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if pb.multi and method not in ("auto", "nb", "nb-permutation"):
-        raise ValueError(f"a multi-column y (PLS2) supports method 'auto', 'nb' or 'nb-permutation', got {method!r}")
-    if not isinstance(force, (bool, np.bool_)):
-        raise TypeError(f"force must be a bool, got {type(force).__name__}")
-    gate = _gate(pb.xs, pb.w)
-    run, gate, message = _resolve_route(method, bool(force), gate, _nb_learner_reason(pb, gate))
-    if message is not None:
-        warnings.warn(message, GateWarning, stacklevel=3)
-    if run in ("nb", "nb-permutation"):
-        trains = _draw_or_check_splits(pb, n_splits, splits)
-        B = _check_n_perm(n_perm, pb.x.shape[0]) if run == "nb-permutation" else 0
-        return _run_split_test(pb, run, trains, B, gate, method)
-    return _run_baseline(pb, run, n_folds, n_perm, gate, method)
+    route = _resolve_route(pb, method, force)
+    return _run(pb, route, n_splits, splits, n_perm, n_folds)
 
 
 def test_problem(
@@ -507,8 +515,8 @@ def test_problem(
     n_perm: Any, force: Any, random_state: RandomState, n_jobs: Any, progress: Any,
 ) -> SubspaceTestResult | BaselineResult:
     """The steps of :func:`subspace_test` for validated arrays (used by ``PLSInference.fit``)."""
-    pb = _prepare_problem(x, y, k, learner, w, None, 0.95, 1.0, None, random_state, n_jobs, progress)
-    return _route_and_run(pb, method, force, n_splits, None, n_perm, 5)
+    pb = _prepare_problem(x, y, k, learner, w, None, 0.95, 1.0, None, random_state, n_jobs, progress, None)
+    return _run(pb, _resolve_route(pb, method, force), n_splits, None, n_perm, 5)
 
 
 test_problem.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
@@ -536,6 +544,7 @@ class _Problem:
     seed: int
     jobs: int | None
     progress: bool | None
+    backend: str | None = None  # None: this process; else the joblib backend of the split/permutation work
 
     @property
     def rot(self) -> str:
@@ -545,6 +554,7 @@ class _Problem:
 def _prepare_problem(
     X: Any, y: Any, n_components: Any, learner: Any, sample_weight: Any, rotate: Any, confidence_level: Any,
     ridge_alpha: Any, spca_n_features: Any, random_state: RandomState, n_jobs: Any, progress: Any,
+    backend: Any,
 ) -> _Problem:
     x, yv, w = _check_xy(X, y, sample_weight, allow_multi=True)
     n, p = x.shape
@@ -563,6 +573,7 @@ def _prepare_problem(
     alpha_ridge = check_float(ridge_alpha, "ridge_alpha", 0.0, math.inf)
     nfeat = 0 if spca_n_features is None else check_int(spca_n_features, "spca_n_features", 1)
     jobs = check_inference_n_jobs(n_jobs)
+    run_on = _distributed.resolve_backend(backend)
     seed = seed_from_random_state(random_state)
     lr = _Learner(learner, k, p)
     if n < lr.k + 5:
@@ -574,7 +585,7 @@ def _prepare_problem(
     xs = _scaled_by_power_of_two(x, 0 if lr.kind in LEARNERS else None)
     ys = _scaled_by_power_of_two(yv, 0 if multi else None)
     show = None if progress is None else bool(progress)
-    return _Problem(x, yv, w, lr, xs, ys, multi, rotate, level, alpha_ridge, nfeat, seed, jobs, show)
+    return _Problem(x, yv, w, lr, xs, ys, multi, rotate, level, alpha_ridge, nfeat, seed, jobs, show, run_on)
 
 
 # Where the NB-asymptotic test is calibrated (benches/calibration_inference.py, two-sided, >= 2000
@@ -595,15 +606,18 @@ NB_MIN_STABLE_RANK = 8.0
 
 def _nb_learner_reason(pb: _Problem, gate: GateDecision | None = None) -> str | None:
     """Why the NB-asymptotic correction does not hold for this learner, size and spectrum (None: it holds)."""
-    lr = pb.lr
+    return nb_reason(pb.multi, pb.lr.kind, pb.lr.k, _kish(pb.w, pb.x.shape[0]), gate)
+
+
+def nb_reason(multi: bool, kind: str, k: int, n_eff: float, gate: GateDecision | None) -> str | None:
+    """:func:`_nb_learner_reason` from the facts it depends on."""
     why = "the Nadeau-Bengio correction assumes split statistics correlated about 1/2 under the null"
-    if pb.multi:
+    if multi:
         return f"PLS2 (multi-column y): {why}, which PLS2's are not"
-    if lr.kind != "pls":
-        return f"learner={lr.kind!r}: {why}, which this learner's are not (its directions vary more between splits)"
-    if lr.k != 1:
-        return f"n_components={lr.k}: {why}, which PLS's are only with one component"
-    n_eff = _kish(pb.w, pb.x.shape[0])
+    if kind != "pls":
+        return f"learner={kind!r}: {why}, which this learner's are not (its directions vary more between splits)"
+    if k != 1:
+        return f"n_components={k}: {why}, which PLS's are only with one component"
     if n_eff < NB_MIN_N_EFF:
         return f"n_eff = {n_eff:.1f} < {NB_MIN_N_EFF:g}: {why}, which PLS's are only from about {NB_MIN_N_EFF:g} rows"
     if gate is not None and GATE_MIN_STABLE_RANK <= gate.stable_rank < NB_MIN_STABLE_RANK:
@@ -623,7 +637,36 @@ def _kish(w: FloatArray | None, n: int) -> float:
     return float(w.sum() ** 2 / np.sum(w * w))
 
 
-def _resolve_route(
+@dataclasses.dataclass(frozen=True)
+class _Route:
+    """Step 1's answer: the test to run, the one the user asked for, and the gate decision."""
+
+    run: str
+    requested: str
+    gate: GateDecision
+
+
+def _resolve_route(pb: _Problem, method: Any, force: Any, sequence: bool = False) -> _Route:
+    """Step 1 of :func:`subspace_test` (and of :func:`component_tests` with ``sequence``): check
+    ``method`` and ``force``, query the gate and resolve ``"auto"``/``"nb"``; warns
+    (:class:`GateWarning`) when the route changes for a design reason or ``"nb"`` was asked for."""
+    allowed = ("auto", "nb", "nb-permutation") if sequence else METHODS
+    if method not in allowed:
+        raise ValueError(f"method must be one of {allowed}, got {method!r}")
+    if pb.multi and method not in ("auto", "nb", "nb-permutation"):
+        raise ValueError(f"a multi-column y (PLS2) supports method 'auto', 'nb' or 'nb-permutation', got {method!r}")
+    if not isinstance(force, (bool, np.bool_)):
+        raise TypeError(f"force must be a bool, got {type(force).__name__}")
+    gate = _gate(pb.xs, pb.w)
+    run, gate, message = resolve_gate(method, bool(force), gate, _nb_learner_reason(pb, gate))
+    if message is not None:
+        if sequence:
+            message = message.replace("running the NB-permutation", "the whole sequence uses the NB-permutation")
+        warnings.warn(message, GateWarning, stacklevel=3)
+    return _Route(run, method, gate)
+
+
+def resolve_gate(
     method: str, force: bool, gate: GateDecision, learner_reason: str | None
 ) -> tuple[str, GateDecision, str | None]:
     """Resolve ``"auto"``/``"nb"`` through the gate: (test to run, gate decision, warning or None).
@@ -646,6 +689,17 @@ def _resolve_route(
     return "nb", dataclasses.replace(gate, reroute=fires, reasons=reasons, forced=fires), None
 
 
+def _run(
+    pb: _Problem, route: _Route, n_splits: Any, splits: Any, n_perm: Any, n_folds: Any
+) -> SubspaceTestResult | BaselineResult:
+    """Steps 2 and 3 of :func:`subspace_test`: the split test on drawn or given splits, or a baseline."""
+    if route.run in ("nb", "nb-permutation"):
+        trains = _draw_or_check_splits(pb, n_splits, splits)
+        B = _check_n_perm(n_perm, pb.x.shape[0]) if route.run == "nb-permutation" else 0
+        return _run_split_test(pb, route, trains, B)
+    return _run_baseline(pb, route, n_folds, n_perm)
+
+
 def _draw_or_check_splits(pb: _Problem, n_splits: Any, splits: Any) -> list[IntArray]:
     n = pb.x.shape[0]
     if splits is not None:
@@ -665,6 +719,9 @@ def _check_n_perm(n_perm: Any, n: int) -> int:
 
 
 def _split_statistics(pb: _Problem, trains: list[IntArray]) -> FloatArray:
+    """Held-out r of every split (NaN where undefined)."""
+    if pb.backend is not None:
+        return _distributed.split_statistics(pb, trains)
     if pb.multi:
         rs = _core.inference_pls2_split_correlations(pb.xs, pb.ys, pb.w, pb.lr.k, trains, pb.jobs)
     else:
@@ -672,12 +729,25 @@ def _split_statistics(pb: _Problem, trains: list[IntArray]) -> FloatArray:
     return np.asarray(rs, dtype=np.float64)
 
 
-def _run_split_test(
-    pb: _Problem, method: str, trains: list[IntArray], B: int, gate: GateDecision, requested: str
-) -> SubspaceTestResult:
-    """The NB-asymptotic (``B = 0``) or NB-permutation test on the given splits."""
-    n = pb.x.shape[0]
+def _run_split_test(pb: _Problem, route: _Route, trains: list[IntArray], B: int) -> SubspaceTestResult:
+    """Step 2: the NB-asymptotic (``B = 0``) or NB-permutation test on the given splits."""
     rs = _split_statistics(pb, trains)
+    null = None if route.run != "nb-permutation" else lambda: _nb_permutation_null(pb, trains, B)
+    return split_test_result(
+        rs, np.array([t.size for t in trains], dtype=float), pb.x.shape[0], route, B, null,
+        level=pb.level, rho_hat_defined=pb.w is None and not pb.multi, k=pb.lr.k,
+        learner="pls2" if pb.multi else pb.lr.kind, seed=pb.seed, trains=tuple(trains), rotate=pb.rotate,
+    )
+
+
+def split_test_result(
+    rs: FloatArray, n_train: FloatArray, n: int, route: _Route, B: int, null_fn: Callable[[], FloatArray] | None, *,
+    level: float, rho_hat_defined: bool, k: int, learner: str, seed: int, trains: tuple[IntArray, ...],
+    rotate: str | None,
+) -> SubspaceTestResult:
+    """The NB test on the per-split ``rs`` (train sizes ``n_train``), the permutation p-value from
+    ``null_fn()`` when the route is the NB-permutation test."""
+    method = route.run
     defined = np.isfinite(rs)
     n_undefined = int(rs.size - defined.sum())
     if defined.sum() < 2:
@@ -692,12 +762,12 @@ def _run_split_test(
             UndefinedSplitWarning,
             stacklevel=3,
         )
-    n_tr = np.array([t.size for t in trains], dtype=float)[defined]
+    n_tr = n_train[defined]
     n_te = n - n_tr
     ratio = float(np.mean(n_te / n_tr))
     # rho_hat's Fisher null variance 1/(n_test - 3) holds for a single unweighted response only
     nb = _core.inference_nb_test(
-        np.ascontiguousarray(rs[defined]), ratio, None if (pb.w is not None or pb.multi) else float(np.mean(n_te)), pb.level
+        np.ascontiguousarray(rs[defined]), ratio, float(np.mean(n_te)) if rho_hat_defined else None, level
     )
     ci = (float(nb["ci_low"]), float(nb["ci_high"]))
     if not float(nb["z_sd"]) > 0.0:
@@ -710,13 +780,13 @@ def _run_split_test(
         ci = (math.nan, math.nan)
     null = None
     p_value = float(nb["p_value"])
-    if method == "nb-permutation":
-        null = _nb_permutation_null(pb, trains, B)
+    if method == "nb-permutation" and null_fn is not None:
+        null = null_fn()
         exceed = np.count_nonzero(~np.isfinite(null) | (null >= float(nb["z_mean"])))
         p_value = (1.0 + exceed) / (B + 1.0)
     return SubspaceTestResult(
         method=method,
-        requested_method=requested,
+        requested_method=route.requested,
         pvalue=p_value,
         statistic=float(nb["statistic"]),
         t=float(nb["t"]),
@@ -728,24 +798,25 @@ def _run_split_test(
         rho_hat=float(nb["rho_hat"]),
         r2=float(nb["statistic"]) ** 2,
         ci=ci,
-        confidence_level=pb.level,
-        n_components=pb.lr.k,
-        learner="pls2" if pb.multi else pb.lr.kind,
-        n_splits=len(trains),
+        confidence_level=level,
+        n_components=k,
+        learner=learner,
+        n_splits=int(rs.size),
         n_perm=B,
         n_train=float(n_tr.mean()),
         n_test=float(n_te.mean()),
         null_distribution=null,
-        gate=gate,
-        seed_=pb.seed,
-        train_indices=tuple(trains),
-        rotate=pb.rotate,
+        gate=route.gate,
+        seed_=seed,
+        train_indices=trains,
+        rotate=rotate,
         n_undefined=n_undefined,
     )
 
 
-def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: GateDecision, requested: str) -> BaselineResult:
-    """One of the CV baselines or the jackknife."""
+def _run_baseline(pb: _Problem, route: _Route, n_folds: Any, n_perm: Any) -> BaselineResult:
+    """Step 3: one of the CV baselines or the jackknife."""
+    method = route.run
     x, yv, w, lr, k = pb.xs, pb.ys, pb.w, pb.lr, pb.lr.k
     n = x.shape[0]
     if lr.kind not in LEARNERS and lr.kind != "basis":
@@ -754,7 +825,7 @@ def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: Ga
     if folds > n:
         raise ValueError(f"n_folds={folds} exceeds the number of samples ({n})")
     common: dict[str, Any] = {
-        "requested_method": requested, "n_components": k, "learner": lr.kind, "n_folds": folds, "gate": gate,
+        "requested_method": route.requested, "n_components": k, "learner": lr.kind, "n_folds": folds, "gate": route.gate,
         "seed_": pb.seed,
     }
     if method == "jackknife":
@@ -771,6 +842,13 @@ def _run_baseline(pb: _Problem, method: str, n_folds: Any, n_perm: Any, gate: Ga
         )
     B = _check_n_perm(n_perm, n)
     pooled = method == "cv-permutation-q2"
+    if pb.backend is not None:
+        observed, null_arr = _distributed.cv_permutation(pb, lr.core, folds, B, _perm_chunk(B, n, False), pooled)
+        exceed = np.count_nonzero(~np.isfinite(null_arr) | (null_arr >= observed))
+        return BaselineResult(
+            method=method, pvalue=(1.0 + exceed) / (B + 1.0), statistic=float(observed), df=math.nan,
+            n_perm=B, null_distribution=null_arr, **common,
+        )
     bar = _progress_bar(pb.progress, B, method, heavy=B * folds * n * x.shape[1] > 1e8)
     chunk = _perm_chunk(B, n, bar is not None)
     null_arr = np.empty(B)
@@ -821,6 +899,7 @@ def component_tests(
     random_state: RandomState = None,
     n_jobs: int | None = None,
     progress: bool | None = None,
+    backend: Backend | None = None,
 ) -> ComponentTestsResult:
     """Per-component fixed-sequence test over the PLS extraction order.
 
@@ -831,8 +910,8 @@ def component_tests(
 
     Parameters
     ----------
-    X, y, sample_weight, n_splits, n_perm, splits, force, random_state, n_jobs, progress
-        As in :func:`subspace_test`.
+    X, y, sample_weight, n_splits, n_perm, splits, force, random_state, n_jobs, progress, backend
+        As in :func:`subspace_test` (a dask-array X is not supported here).
     max_components : int, optional
         Longest sequence (default ``min(10, n_features, n_samples - 6)``).
     alpha : float, default=0.05
@@ -859,7 +938,9 @@ def component_tests(
     >>> component_tests(X, y, random_state=0).k_star >= 1
     True
     """
-    pb = _prepare_problem(X, y, 1, "pls", sample_weight, None, 0.95, 1.0, None, random_state, n_jobs, progress)
+    if _dask_array.is_dask_collection(X) or _dask_array.is_dask_collection(y):
+        raise TypeError(_dask_array.UNSUPPORTED.format(what="component_tests"))
+    pb = _prepare_problem(X, y, 1, "pls", sample_weight, None, 0.95, 1.0, None, random_state, n_jobs, progress, backend)
     if pb.multi:
         raise ValueError("component_tests needs a single-column y")
     n, p = pb.x.shape
@@ -871,13 +952,10 @@ def component_tests(
         raise ValueError(f"max_components must be in [1, min(n_features, n_samples - 6)] = [1, {min(p, n - 6)}]")
     if not isinstance(force, (bool, np.bool_)):
         raise TypeError(f"force must be a bool, got {type(force).__name__}")
-    # the route is decided once on the undeflated X (every step is a one-component PLS1 test)
-    g = _gate(pb.xs, pb.w)
-    run, g, message = _resolve_route(method, bool(force), g, _nb_learner_reason(pb, g))
-    if message is not None:
-        warnings.warn(message.replace("running the NB-permutation", "the whole sequence uses the NB-permutation"), GateWarning, stacklevel=2)
+    # step 1 once, on the undeflated X (every step is a one-component PLS1 test)
+    route = _resolve_route(pb, method, force, sequence=True)
     trains = _draw_or_check_splits(pb, n_splits, splits)
-    B = _check_n_perm(n_perm, n) if run == "nb-permutation" else 0
+    B = _check_n_perm(n_perm, n) if route.run == "nb-permutation" else 0
     steps: list[SubspaceTestResult] = []
     pvals: list[float] = []
     k_star = 0
@@ -893,7 +971,7 @@ def component_tests(
             xr, yr = np.asarray(xr), np.asarray(yr)
             step = dataclasses.replace(pb, x=xr, y=yr, xs=_scaled_by_power_of_two(xr), ys=_scaled_by_power_of_two(yr, None))
         try:
-            res = _run_split_test(step, run, trains, B, g, method)
+            res = _run_split_test(step, route, trains, B)
         except ValueError:
             break
         steps.append(res)
@@ -902,7 +980,8 @@ def component_tests(
             break
         k_star = h
     return ComponentTestsResult(
-        k_star=k_star, p_values=np.asarray(pvals), alpha=a, method=run, steps=tuple(steps), gate=g, seed_=pb.seed
+        k_star=k_star, p_values=np.asarray(pvals), alpha=a, method=route.run, steps=tuple(steps), gate=route.gate,
+        seed_=pb.seed,
     )
 
 

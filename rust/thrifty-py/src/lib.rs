@@ -6,6 +6,7 @@ mod errors;
 mod dpp;
 mod dpp_blocks;
 mod inference;
+mod inference_blocks;
 mod kmeans;
 
 #[pymodule]
@@ -13,6 +14,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     kmeans::register(m)?;
     inference::register(m)?;
+    inference_blocks::register(m)?;
     dpp::register(m)?;
     dpp_blocks::register(m)?;
     Ok(())

@@ -10,6 +10,7 @@
 // accumulators on purpose, and the special-function coefficients are quoted as published.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop, clippy::excessive_precision)]
 pub mod baselines;
+pub mod blocks;
 pub mod fit;
 pub mod nb;
 pub mod perm;

@@ -12,11 +12,10 @@
 //! - supervised PCA: screening depends on y, so every permutation refits.
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatRef, Par};
-use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
-use crate::inference::fit::{dot, ols, prepare, split_r, train_response, wcorr, Data, Learner, Prepared, Spec};
+use crate::inference::fit::{dot, ols, split_r, train_response, wcorr, Data, Learner, Prepared, Spec};
 use crate::inference::nb::{fisher_z, Split};
 use crate::rng;
 
@@ -78,24 +77,8 @@ pub fn nb_permutation_null_cancellable(
     if splits.len() < 2 {
         return Err(ThriftyError::invalid("splits", "need at least 2 splits"));
     }
-    let n = data.n;
-    // permuted index and response copies: count * n entries each
-    crate::inference::nb::check_budget("n_perm", count, 2 * n)?;
-    let perms: Vec<Vec<usize>> = (0..count).map(|b| permutation(n, seed, start + b as u64)).collect();
-    let ys: Vec<Vec<f64>> = perms.iter().map(|pi| pi.iter().map(|&i| data.y[i]).collect()).collect();
-    let standardize = spec.learner.standardizes();
-    let per_split: Vec<Vec<f64>> = splits
-        .par_iter()
-        .enumerate()
-        .map(|(j, s)| {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(ThriftyError::Interrupted);
-            }
-            let prep = prepare(data, &s.train, &s.test, standardize);
-            split_null_r(spec, &prep, &ys, j, route, cancel)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok((0..count).map(|b| mean_z_defined(per_split.iter().map(|rs| rs[b]))).collect())
+    let per_split = crate::inference::blocks::split_null_rs_cancellable(data, spec, splits, seed, start, count, route, cancel)?;
+    crate::inference::blocks::null_mean_z(&per_split)
 }
 
 /// Marks a null replicate whose refit is rank deficient: its mean z is NaN, which counts as an
