@@ -14,6 +14,9 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
 - :class:`SavedBytesMeter` measures what autograd saves (storage-deduplicated); :func:`backends` says which
   kernels were built and run (C++ CPU kernels always, CUDA ones when compiled and a GPU is present).
 
+- :func:`compress_saved` compresses what any other op saves for backward (saved-tensor hooks, eager only,
+  one copy per storage); :func:`galore_turbo` runs GaLore on the compressed Linears reusing STAC-R's factors.
+
 Requires ``torch`` (``pip install thrifty[torch]``).
 """
 
@@ -22,6 +25,10 @@ from thrifty.compress._linear import CompressedLinear, LayerState
 from thrifty.compress._meter import SavedBytesMeter, StorageRecord
 from thrifty.compress._report import CompressionReport, LayerReport, compression_report
 from thrifty.compress._wrap import stac_r, unwrap
+
+# part 2 (issue 9): the generic saved-tensor path and GaLore Turbo
+from thrifty.compress._galore import GaLoreAdamW, GaLoreProjector, TurboLinear, galore_turbo
+from thrifty.compress._hooks import SavedCompressor, compress_saved
 
 __all__ = [
     "CompressedLinear",
@@ -34,4 +41,11 @@ __all__ = [
     "compression_report",
     "stac_r",
     "unwrap",
+    # part 2 (issue 9)
+    "GaLoreAdamW",
+    "GaLoreProjector",
+    "SavedCompressor",
+    "TurboLinear",
+    "compress_saved",
+    "galore_turbo",
 ]
