@@ -301,7 +301,7 @@ class GaLoreAdamW(torch.optim.Optimizer):
 # Turbo
 
 
-def _residual_values(vals: Tensor, scales: Tensor, bits: int) -> Tensor:
+def _residual_values(vals: Tensor, scales: Tensor, bits: int, k: int) -> Tensor:
     """Dequantized residual values (n, nb, k) float32 (value = q · block scale)."""
     if bits == 8:
         q = vals.to(torch.float32)
@@ -309,7 +309,7 @@ def _residual_values(vals: Tensor, scales: Tensor, bits: int) -> Tensor:
         lo = (vals & 0xF).to(torch.int16)
         hi = (vals >> 4).to(torch.int16)
         q = torch.stack((lo, hi), dim=-1).flatten(-2).to(torch.float32)
-        q = torch.where(q >= 8, q - 16, q)
+        q = torch.where(q >= 8, q - 16, q)[..., :k]  # an odd k leaves one unused nibble per block
     return q * scales.to(torch.float32)[..., None]
 
 
@@ -357,7 +357,7 @@ def project_from_factors(
     if k > 0 and idx.numel() > 0:
         n, nb, _ = idx.shape
         cols = (idx.to(torch.long) + (torch.arange(nb, device=idx.device) * block)[:, None]).reshape(n, nb * k)
-        v = _residual_values(vals, scales, bits).reshape(n, nb * k)
+        v = _residual_values(vals, scales, bits, k).reshape(n, nb * k)
         z = z + torch.einsum("nj,njr->nr", v, pt[cols])  # R·Pᵀ: a gather of nnz(R) rows of Pᵀ
     return g32.t() @ z
 
