@@ -21,7 +21,8 @@ ever forming the (m, d) gradient:
 and the subspace refresh can reuse STAC-R's basis: since ``grad_W ≈ (Gᵀ·deq(C))·Uᵀ`` with orthonormal U,
 the singular vectors of ``grad_W`` restricted to span(U) come from the SVD of the small (m, r_s) matrix
 ``Gᵀ·deq(C)`` (right: ``P = (U·V_r)ᵀ``; left: ``P = A_r``), taken in backward on the batch STAC-R just
-compressed, instead of an SVD of the full (m, d) gradient (``refresh="shared"``). ``refresh="svd"`` keeps
+compressed, instead of an SVD of the full (m, d) gradient (``refresh="shared"``; when STAC-R's rank r_s is
+below GaLore's rank that layer's refresh falls back to the SVD of the gradient, formed in backward). ``refresh="svd"`` keeps
 GaLore's own refresh exactly: on refresh steps the layer hands the full gradient to the optimizer, which
 takes its SVD; between refreshes only the projection is formed (the two paths then give the same update).
 
@@ -411,7 +412,11 @@ class _TurboFn(torch.autograd.Function):
                 grad_w = gw.to(weight.dtype)  # GaLore's own refresh: the optimizer takes the SVD
             else:
                 if layer.need_refresh:  # refresh="shared": the basis from this batch's factors
-                    proj.set_basis(shared_basis(grad_y, u, factors, proj.rank, side), side)
+                    r = layer.low.shape[1] if side == "right" else layer.low.shape[0]
+                    if u.shape[1] >= r:
+                        proj.set_basis(shared_basis(grad_y, u, factors, r, side), side)
+                    else:  # STAC-R's rank is below GaLore's: span(U) cannot hold P; SVD of the gradient here
+                        proj.refresh(_kernels.grad_weight(grad_y, u, *factors, d=d, block=cfg.block, bits=cfg.bits))
                     layer.need_refresh = False
                 assert proj.ortho is not None
                 grad_low = project_from_factors(
@@ -437,7 +442,8 @@ class TurboLinear(nn.Module):
     codec : LayerCodec
     projector : GaLoreProjector
     low : Tensor
-        Leaf tensor of the projected gradient's shape ((m, r) right, (r, d) left); ``low.grad`` is it.
+        Leaf tensor of the projected gradient's shape ((m, r) right, (r, d) left) over a single element;
+        ``low.grad`` is the projected gradient.
     refresh : {"svd", "shared"}
     need_refresh : bool
         Whether the next backward is a refresh step.
@@ -460,7 +466,10 @@ class TurboLinear(nn.Module):
         r = min(projector.rank, m, d)
         side = projector.side_for(m, d)
         shape = (m, r) if side == "right" else (r, d)
-        self.low = torch.zeros(shape, dtype=torch.float32, device=self.weight.device, requires_grad=True)
+        # a leaf of the projected gradient's shape over one element (zero strides): autograd accumulates
+        # low.grad, the layer itself holds no (m, r) buffer
+        one = torch.zeros(1, dtype=torch.float32, device=self.weight.device)
+        self.low = one.as_strided(shape, (0, 0)).requires_grad_()
         self.need_refresh = True
 
     def next_step(self, step: int) -> None:
