@@ -46,9 +46,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import torch
-from torch import nn
-
 from thrifty.compress import SavedBytesMeter, compress_saved, stac_r
+from torch import nn
 
 TOPICS = ("specialnames", "compound", "types", "formatstrings", "string-methods", "typesseq", "debugger",
           "attribute-access")  # fmt: skip

@@ -38,7 +38,13 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-from thrifty.compress import GaLoreAdamW, SavedBytesMeter, TurboLinear, galore_turbo, stac_r
+from thrifty.compress import (
+    GaLoreAdamW,
+    SavedBytesMeter,
+    TurboLinear,
+    galore_turbo,
+    stac_r,
+)
 from thrifty.compress._linear import CompressedLinear
 from tiny_gpt import GPT, GPTConfig, get_batch, load_corpus
 

@@ -7,7 +7,14 @@ import math
 
 import pytest
 import torch
-from thrifty.compress import GaLoreAdamW, GaLoreProjector, TurboLinear, _kernels, galore_turbo, stac_r
+from thrifty.compress import (
+    GaLoreAdamW,
+    GaLoreProjector,
+    TurboLinear,
+    _kernels,
+    galore_turbo,
+    stac_r,
+)
 from thrifty.compress._galore import project_from_factors, shared_basis
 from torch import nn
 

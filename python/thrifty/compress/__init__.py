@@ -20,32 +20,35 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
 Requires ``torch`` (``pip install thrifty[torch]``).
 """
 
+# part 2 (issue 9): the generic saved-tensor path and GaLore Turbo
+from thrifty.compress._galore import (
+    GaLoreAdamW,
+    GaLoreProjector,
+    TurboLinear,
+    galore_turbo,
+)
+from thrifty.compress._hooks import SavedCompressor, compress_saved
 from thrifty.compress._kernels import backends
 from thrifty.compress._linear import CompressedLinear, LayerState
 from thrifty.compress._meter import SavedBytesMeter, StorageRecord
 from thrifty.compress._report import CompressionReport, LayerReport, compression_report
 from thrifty.compress._wrap import stac_r, unwrap
 
-# part 2 (issue 9): the generic saved-tensor path and GaLore Turbo
-from thrifty.compress._galore import GaLoreAdamW, GaLoreProjector, TurboLinear, galore_turbo
-from thrifty.compress._hooks import SavedCompressor, compress_saved
-
 __all__ = [
     "CompressedLinear",
     "CompressionReport",
+    "GaLoreAdamW",
+    "GaLoreProjector",
     "LayerReport",
     "LayerState",
     "SavedBytesMeter",
+    "SavedCompressor",
     "StorageRecord",
+    "TurboLinear",
     "backends",
+    "compress_saved",
     "compression_report",
+    "galore_turbo",
     "stac_r",
     "unwrap",
-    # part 2 (issue 9)
-    "GaLoreAdamW",
-    "GaLoreProjector",
-    "SavedCompressor",
-    "TurboLinear",
-    "compress_saved",
-    "galore_turbo",
 ]

@@ -374,16 +374,15 @@ def shared_basis(g: Tensor, u: Tensor, factors: tuple[Tensor, ...], rank: int, s
     t = g.to(torch.float32).t() @ coef  # (m, r_s)
     a, _s, vh = torch.linalg.svd(t, full_matrices=False)
     r = min(rank, vh.shape[0])
-    if side == "left":
-        return a[:, :r].contiguous()
-    return (u @ vh[:r, :].t()).t().contiguous()
+    p: Tensor = a[:, :r].contiguous() if side == "left" else (u @ vh[:r, :].t()).t().contiguous()
+    return p
 
 
 class _TurboFn(torch.autograd.Function):
     """y = x·Wᵀ + b saving the STAC-R factors; backward delivers GaLore's projected weight gradient."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, x2d: Tensor, weight: Tensor, bias: Tensor | None, low: Tensor, u: Tensor,
         c: Tensor, c_scale: Tensor, vals: Tensor, idx: Tensor, scales: Tensor, layer: TurboLinear,
     ) -> Tensor:  # fmt: skip
@@ -393,7 +392,7 @@ class _TurboFn(torch.autograd.Function):
         return torch.nn.functional.linear(x2d, weight, bias)
 
     @staticmethod
-    def backward(ctx: Any, grad_y: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad_y: Tensor) -> tuple[Tensor | None, ...]:
         weight, u, c, c_scale, vals, idx, scales = ctx.saved_tensors
         layer: TurboLinear = ctx.layer
         grad_x = grad_w = grad_b = grad_low = None

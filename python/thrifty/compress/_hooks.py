@@ -49,7 +49,7 @@ import math
 import sys
 import weakref
 from collections.abc import Iterable
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
 import torch
@@ -57,6 +57,7 @@ from torch import Tensor, nn
 
 from thrifty.compress._codec import LayerCodec
 from thrifty.compress._kernels import decompress
+from thrifty.compress._linear import CompressedLinear
 
 __all__ = ["SavedCompressor", "compress_saved"]
 
@@ -83,7 +84,7 @@ def _is_compiling() -> bool:
 def _in_compiled_graph() -> bool:
     """True when the save comes from a compiled graph's runtime (AOTAutograd saves its tensors in Python
     frames of ``torch._functorch._aot_autograd``); a short walk up the Python stack."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     for _ in range(24):
         if frame is None:
             return False
@@ -113,8 +114,6 @@ def _post_forward(module: nn.Module, args: Any, output: Any) -> None:
 
 
 def _is_compressed_linear(module: nn.Module) -> bool:
-    from thrifty.compress._linear import CompressedLinear  # late: _linear imports torch.library ops
-
     return isinstance(module, CompressedLinear)
 
 
