@@ -188,3 +188,12 @@ def test_bad_arguments() -> None:
         GaLoreAdamW([nn.Parameter(torch.zeros(3))], lr=-1.0)
     with pytest.raises(RuntimeError, match="project"):
         GaLoreProjector(2).project_back(torch.zeros(2, 2))
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    from thrifty.compress import _galore
+
+    result = doctest.testmod(_galore, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -270,3 +270,12 @@ def test_refuses_under_torch_compile() -> None:
     with pytest.raises(Exception, match="eager-only"), compress_saved(min_bytes=0):
         compiled(x)
     assert isinstance(compress_saved(), SavedCompressor)
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    from thrifty.compress import _hooks
+
+    result = doctest.testmod(_hooks, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
