@@ -171,6 +171,24 @@ def test_turbo_shared_refresh_never_forms_the_weight_gradient_and_trains() -> No
     assert opt.state_bytes() > 0
 
 
+def test_shared_schedule_refreshes_stac_basis_with_galore() -> None:
+    wrapped = stac_r(_mlp(), ratio=4, seed=0)
+    opt = galore_turbo(wrapped, rank=4, update_proj_gap=3, refresh="shared", share_schedule=True, lr=1e-3)
+    layer = next(m for m in wrapped.modules() if isinstance(m, TurboLinear))
+    bases = []
+    for x in _batches(4):
+        opt.zero_grad()
+        wrapped(x).square().mean().backward()
+        opt.step()
+        bases.append(layer.codec.u)
+    assert layer.codec.config is not None and layer.codec.config.refresh_every == 3
+    assert bases[1] is bases[0] and bases[2] is bases[0]  # planned at step 0, kept for steps 1, 2
+    assert bases[3] is not bases[0]  # refreshed at step 3, with GaLore's projector
+    assert layer.projector.refreshes == 2
+    with pytest.raises(TypeError, match="share_schedule"):
+        galore_turbo(stac_r(_mlp()), share_schedule=1)  # type: ignore[arg-type]
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="model"):
         galore_turbo(nn.Sequential(nn.ReLU()))

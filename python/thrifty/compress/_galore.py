@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -509,6 +510,7 @@ def galore_turbo(
     scale: float = 0.25,
     proj_type: str = "std",
     refresh: str = "shared",
+    share_schedule: bool = False,
     lr: float = 1e-3,
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-6,
@@ -529,6 +531,11 @@ def galore_turbo(
         "shared": refresh ``P`` from the SVD of the (m, r_s) matrix ``Gᵀ·deq(C)`` in backward (never forms
         the full gradient); "svd": GaLore's SVD of the full gradient on refresh steps, which gives the same
         updates as STAC-R + GaLoreAdamW.
+    share_schedule : bool, default=False
+        Also share the refresh schedule: STAC-R's basis is refreshed every ``update_proj_gap`` steps, with
+        GaLore's projector, instead of at every step (the codec's ``refresh_every``). Saves the per-step
+        subspace iteration of every compressed layer's forward, at the price of an older basis between
+        refreshes (lower gradient fidelity: see the part-1 calibration table, basis age).
     lr, betas, eps, weight_decay
         AdamW settings.
 
@@ -560,11 +567,19 @@ def galore_turbo(
         raise ValueError(f"proj_type: must be one of {_PROJ_TYPES}, got {proj_type!r}")
     _check_int("rank", rank, 1)
     _check_int("update_proj_gap", update_proj_gap, 1)
+    if not isinstance(share_schedule, bool):
+        raise TypeError(f"share_schedule: expected a bool, got {type(share_schedule).__name__}")
     layers = [(n, m) for n, m in model.named_modules() if isinstance(m, CompressedLinear)]
     if not layers:
         raise ValueError("model: has no CompressedLinear layer (wrap it with thrifty.compress.stac_r first)")
     turbo: dict[int, TurboLinear] = {}
     for _name, layer in layers:
+        if share_schedule and not layer.exact:  # STAC-R's refresh every update_proj_gap steps, as GaLore's
+            codec = layer.codec
+            if codec.config is None:
+                codec.overrides["refresh_every"] = update_proj_gap  # read when the first batch plans the layer
+            else:
+                codec.config = replace(codec.config, refresh_every=update_proj_gap)
         if id(layer) not in turbo:
             proj = GaLoreProjector(rank, update_proj_gap=update_proj_gap, scale=scale, proj_type=proj_type)
             turbo[id(layer)] = TurboLinear(layer, proj, refresh)
