@@ -211,7 +211,8 @@ class SavedCompressor:
         Storages compressed (each once, however many times it was saved).
     skipped : dict[str, int]
         Saves kept dense, by reason: ``"parameter"``, ``"excluded"``, ``"library"`` (inside a
-        CompressedLinear), ``"dtype"``, ``"small"``, ``"shape"``, ``"budget"``.
+        CompressedLinear), ``"dtype"``, ``"layout"`` (sparse, nested, meta, tensor subclasses), ``"small"``,
+        ``"shape"``, ``"budget"``.
     stored_bytes, dense_bytes : int
         Live now: bytes of the factors held, and the dense bytes those storages had.
     peak_stored_bytes, peak_dense_bytes : int
@@ -299,6 +300,8 @@ class SavedCompressor:
             return self._skip("library", t)
         if t.dtype not in _FLOATS:
             return self._skip("dtype", t)
+        if type(t) is not Tensor or t.layout != torch.strided or t.device.type == "meta":
+            return self._skip("layout", t)  # sparse, nested, meta and tensor subclasses stay as they are
         key = _storage_key(t)
         if key in self._excluded:
             return self._skip("excluded", t)
