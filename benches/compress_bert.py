@@ -222,6 +222,9 @@ def main() -> None:
               f"{ref['saved'] / max(r['saved'], 1):>9.2f}{r['peak'] / 1e6:>9.1f}"
               f"{100 * (r['peak'] / ref['peak'] - 1):>+9.1f}{r['step_s']:>8.3f}{r['step_s'] / ref['step_s']:>8.2f}"
               f"{r['loss']:>8.4f}")  # fmt: skip
+    if "exact" not in res:
+        print("# no exact run in this invocation: compare with the exact row of a run with the same settings")
+        return
     d = res[kinds[-1]]["acc"] - ref["acc"]
     print(f"# target: |Δ accuracy| <= 0.5 points -> {'MET' if abs(d) <= 0.5 else 'NOT MET'} ({d:+.2f}); "
           f"one test window = {100 / len(test):.2f} points. Timings taken under load (shared 2-core machine).")
