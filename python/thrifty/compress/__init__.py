@@ -14,9 +14,20 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
 - :class:`SavedBytesMeter` measures what autograd saves (storage-deduplicated); :func:`backends` says which
   kernels were built and run (C++ CPU kernels always, CUDA ones when compiled and a GPU is present).
 
+- :func:`compress_saved` compresses what any other op saves for backward (saved-tensor hooks, eager only,
+  one copy per storage); :func:`galore_turbo` runs GaLore on the compressed Linears reusing STAC-R's factors.
+
 Requires ``torch`` (``pip install thrifty[torch]``).
 """
 
+# part 2 (issue 9): the generic saved-tensor path and GaLore Turbo
+from thrifty.compress._galore import (
+    GaLoreAdamW,
+    GaLoreProjector,
+    TurboLinear,
+    galore_turbo,
+)
+from thrifty.compress._hooks import SavedCompressor, compress_saved
 from thrifty.compress._kernels import backends
 from thrifty.compress._linear import CompressedLinear, LayerState
 from thrifty.compress._meter import SavedBytesMeter, StorageRecord
@@ -26,12 +37,18 @@ from thrifty.compress._wrap import stac_r, unwrap
 __all__ = [
     "CompressedLinear",
     "CompressionReport",
+    "GaLoreAdamW",
+    "GaLoreProjector",
     "LayerReport",
     "LayerState",
     "SavedBytesMeter",
+    "SavedCompressor",
     "StorageRecord",
+    "TurboLinear",
     "backends",
+    "compress_saved",
     "compression_report",
+    "galore_turbo",
     "stac_r",
     "unwrap",
 ]

@@ -1,0 +1,598 @@
+"""GaLore under STAC-R, and "Turbo": the two share the subspace work and the projected weight gradient.
+
+GaLore (Zhao et al., ICML 2024) keeps a weight's optimizer state in a rank-``r`` projection of its gradient:
+every ``update_proj_gap`` steps it takes the SVD of the full gradient ``grad_W`` (m, d) and keeps ``P``, the
+top-``r`` right singular vectors (``P`` (r, d), ``low = grad_W·Pᵀ``, used when m >= d) or left singular
+vectors (``P`` (m, r), ``low = Pᵀ·grad_W``, when m < d); Adam runs on ``low`` and the normalised update is
+projected back (``·P`` or ``P·``) and scaled. :class:`GaLoreProjector` and :class:`GaLoreAdamW` reimplement
+the authors' projector (``galore_torch/galore_projector.py``, ``proj_type="std"``, plus ``"left"`` and
+``"right"``) and AdamW loop in this package, without depending on ``galore-torch``.
+
+Under STAC-R the weight gradient of a compressed Linear is ``grad_W = (Gᵀ·deq(C))·Uᵀ + Gᵀ·R`` from the
+saved factors (G (n, m) the output gradient, C (n, r_s) the coefficients in the tracked basis U (d, r_s), R
+the sparse residual). GaLore only needs the *projection* of that gradient, which the factors give without
+ever forming the (m, d) gradient:
+
+- left projection ``Pᵀ·grad_W = (G·P)ᵀ·X̂``: project the output gradient first (n·m·r) and run the STAC-R
+  weight-gradient kernel on the (n, r) result - an (r, d) product instead of an (m, d) one;
+- right projection ``grad_W·Pᵀ = Gᵀ·(X̂·Pᵀ)`` with ``X̂·Pᵀ = deq(C)·(Uᵀ·Pᵀ) + R·Pᵀ``: a (r_s, r) product, a
+  sparse gather of ``nnz(R)`` rows of ``Pᵀ`` and one (m, n)·(n, r) GEMM.
+
+and the subspace refresh can reuse STAC-R's basis: since ``grad_W ≈ (Gᵀ·deq(C))·Uᵀ`` with orthonormal U,
+the singular vectors of ``grad_W`` restricted to span(U) come from the SVD of the small (m, r_s) matrix
+``Gᵀ·deq(C)`` (right: ``P = (U·V_r)ᵀ``; left: ``P = A_r``), taken in backward on the batch STAC-R just
+compressed, instead of an SVD of the full (m, d) gradient (``refresh="shared"``; when STAC-R's rank r_s is
+below GaLore's rank that layer's refresh falls back to the SVD of the gradient, formed in backward). ``refresh="svd"`` keeps
+GaLore's own refresh exactly: on refresh steps the layer hands the full gradient to the optimizer, which
+takes its SVD; between refreshes only the projection is formed (the two paths then give the same update).
+
+:func:`galore_turbo` turns a model's :class:`CompressedLinear` layers into :class:`TurboLinear` layers (same
+Parameters, same codec) and returns the :class:`GaLoreAdamW` optimizer that reads their projected gradients
+from ``TurboLinear.low`` (a small leaf tensor whose ``.grad`` autograd accumulates). Eager mode only (the
+Turbo backward is a ``torch.autograd.Function``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from thrifty.compress import _kernels
+from thrifty.compress._linear import CompressedLinear
+
+__all__ = ["GaLoreAdamW", "GaLoreProjector", "TurboLinear", "galore_turbo"]
+
+_PROJ_TYPES = ("std", "left", "right")
+_REFRESH = ("svd", "shared")
+
+
+def _check_int(name: str, v: object, lo: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{name}: expected an int, got {type(v).__name__}")
+    if v < lo:
+        raise ValueError(f"{name}: must be >= {lo}, got {v}")
+    return v
+
+
+def _check_float(name: str, v: object, lo: float, hi: float = math.inf, *, open_hi: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{name}: expected a number, got {type(v).__name__}")
+    f = float(v)
+    if not math.isfinite(f) or f < lo or (f >= hi if open_hi else f > hi):
+        bound = f"[{lo}, {hi})" if open_hi else f"[{lo}, {hi}]"
+        raise ValueError(f"{name}: must be in {bound}, got {v}")
+    return f
+
+
+class GaLoreProjector:
+    """GaLore's gradient projector for one (m, d) weight (a faithful reimplementation of galore_torch's).
+
+    Parameters
+    ----------
+    rank : int >= 1
+        Projection rank r (clipped to min(m, d) at the first refresh).
+    update_proj_gap : int >= 1, default=200
+        Refresh (SVD of the gradient) when ``step % update_proj_gap == 0``.
+    scale : float, default=1.0
+        Multiplies the projected-back update.
+    proj_type : {"std", "left", "right"}, default="std"
+        "std": right projection when m >= d, left otherwise (GaLore's default); "left"/"right": always.
+
+    Attributes
+    ----------
+    ortho : Tensor | None
+        ``P``: (r, d) for a right projection, (m, r) for a left one (float32).
+    side : {"left", "right"} | None
+        The side chosen at the first projection.
+    refreshes : int
+        SVDs taken so far.
+    """
+
+    def __init__(self, rank: int, update_proj_gap: int = 200, scale: float = 1.0, proj_type: str = "std") -> None:
+        self.rank = _check_int("rank", rank, 1)
+        self.update_proj_gap = _check_int("update_proj_gap", update_proj_gap, 1)
+        self.scale = _check_float("scale", scale, -math.inf)
+        if proj_type not in _PROJ_TYPES:
+            raise ValueError(f"proj_type: must be one of {_PROJ_TYPES}, got {proj_type!r}")
+        self.proj_type = proj_type
+        self.ortho: Tensor | None = None
+        self.side: str | None = None
+        self.refreshes = 0
+
+    def side_for(self, m: int, d: int) -> str:
+        """The projection side GaLore uses for an (m, d) gradient."""
+        if self.proj_type == "std":
+            return "right" if m >= d else "left"
+        return self.proj_type
+
+    def due(self, step: int) -> bool:
+        """Whether the projector refreshes at ``step`` (GaLore: no basis yet, or ``step % gap == 0``)."""
+        return self.ortho is None or step % self.update_proj_gap == 0
+
+    @torch.no_grad()
+    def refresh(self, grad: Tensor) -> None:
+        """New ``P`` from the SVD of the full (m, d) gradient (float32)."""
+        g = grad.detach().to(torch.float32)
+        side = self.side_for(g.shape[0], g.shape[1])
+        u, _s, vh = torch.linalg.svd(g, full_matrices=False)
+        r = min(self.rank, vh.shape[0])
+        self.ortho = (vh[:r, :] if side == "right" else u[:, :r]).contiguous()
+        self.side = side
+        self.refreshes += 1
+
+    def set_basis(self, ortho: Tensor, side: str) -> None:
+        """Install ``P`` computed elsewhere (the shared refresh)."""
+        self.ortho = ortho.detach().to(torch.float32).contiguous()
+        self.side = side
+        self.refreshes += 1
+
+    def project(self, grad: Tensor, step: int) -> Tensor:
+        """``low``: (m, r) = grad·Pᵀ (right) or (r, d) = Pᵀ·grad (left); refreshes P first when due."""
+        if self.due(step):
+            self.refresh(grad)
+        assert self.ortho is not None
+        g = grad.to(torch.float32)
+        return g @ self.ortho.t() if self.side == "right" else self.ortho.t() @ g
+
+    def project_back(self, low: Tensor) -> Tensor:
+        """The full-shape update ``scale · (low·P)`` (right) or ``scale · (P·low)`` (left)."""
+        if self.ortho is None:
+            raise RuntimeError("project_back: project() was never called")
+        full = low @ self.ortho if self.side == "right" else self.ortho @ low
+        return full * self.scale
+
+
+class GaLoreAdamW(torch.optim.Optimizer):
+    """AdamW with GaLore projection for the parameter groups that carry ``rank`` (galore_torch's AdamW).
+
+    Parameters
+    ----------
+    params : iterable of Parameters or of dicts (param groups)
+        Groups with a ``"rank"`` key (and optional ``"update_proj_gap"``, ``"scale"``, ``"proj_type"``) are
+        projected; their parameters must be 2-D. Others run plain AdamW.
+    lr : float >= 0, default=1e-3
+    betas : (float, float) in [0, 1), default=(0.9, 0.999)
+    eps : float >= 0, default=1e-6
+    weight_decay : float >= 0, default=0.0
+        Decoupled: ``p -= lr · weight_decay · p`` after the update (as galore_torch).
+    correct_bias : bool, default=True
+
+    Notes
+    -----
+    Projected parameters of :class:`TurboLinear` layers (made by :func:`galore_turbo`) deliver their gradient
+    already projected in ``layer.low.grad``; the optimizer uses it as GaLore's ``low`` and, on the layer's
+    refresh steps, takes the full gradient from ``p.grad`` (``refresh="svd"``) or the basis the layer set in
+    backward (``refresh="shared"``). The step is a Python loop over parameters (Ctrl-C interrupts it).
+
+    Raises
+    ------
+    TypeError / ValueError naming the argument for bad hyper-parameters or a non-2-D projected parameter.
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+        correct_bias: bool = True,
+    ) -> None:
+        _check_float("lr", lr, 0.0)
+        if not (isinstance(betas, tuple) and len(betas) == 2):
+            raise TypeError(f"betas: expected a tuple of two floats, got {betas!r}")
+        _check_float("betas[0]", betas[0], 0.0, 1.0, open_hi=True)
+        _check_float("betas[1]", betas[1], 0.0, 1.0, open_hi=True)
+        _check_float("eps", eps, 0.0)
+        _check_float("weight_decay", weight_decay, 0.0)
+        if not isinstance(correct_bias, bool):
+            raise TypeError(f"correct_bias: expected a bool, got {type(correct_bias).__name__}")
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "correct_bias": correct_bias}
+        super().__init__(params, defaults)
+        self._turbo: dict[Tensor, TurboLinear] = {}
+        for group in self.param_groups:
+            if "rank" in group:
+                _check_int("rank", group["rank"], 1)
+                group.setdefault("update_proj_gap", 200)
+                group.setdefault("scale", 1.0)
+                group.setdefault("proj_type", "std")
+                _check_int("update_proj_gap", group["update_proj_gap"], 1)
+                for p in group["params"]:
+                    if p.dim() != 2:
+                        raise ValueError(f"params: GaLore groups need 2-D parameters, got shape {tuple(p.shape)}")
+
+    def _projector(self, group: dict[str, Any], p: Tensor) -> GaLoreProjector:
+        state = self.state[p]
+        layer = self._turbo.get(p)
+        if layer is not None:
+            state["projector"] = layer.projector
+        elif "projector" not in state:
+            state["projector"] = GaLoreProjector(
+                group["rank"], update_proj_gap=group["update_proj_gap"], scale=group["scale"],
+                proj_type=group["proj_type"],
+            )  # fmt: skip
+        proj: GaLoreProjector = state["projector"]
+        return proj
+
+    def _low_grad(self, group: dict[str, Any], p: Tensor, step: int) -> Tensor | None:
+        """GaLore's projected gradient of p at this step (None: no gradient)."""
+        proj = self._projector(group, p)
+        layer = self._turbo.get(p)
+        if layer is None:
+            return None if p.grad is None else proj.project(p.grad, step)
+        if p.grad is not None:  # the layer handed the full gradient (refresh="svd" refresh step)
+            low = proj.project(p.grad, step)
+            if layer.low.grad is not None:
+                raise RuntimeError("internal error: a TurboLinear produced both a full and a projected gradient")
+            return low
+        return None if layer.low.grad is None else layer.low.grad.to(torch.float32)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+        """One optimisation step (GaLore projection for the groups with ``rank``)."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                state = self.state[p]
+                if "step" not in state:
+                    state["step"] = 0
+                if "rank" in group:
+                    grad = self._low_grad(group, p, state["step"])
+                else:
+                    grad = None if p.grad is None else p.grad
+                if grad is None:
+                    continue
+                if grad.is_sparse:
+                    raise RuntimeError("GaLoreAdamW does not support sparse gradients")
+                if "exp_avg" not in state:
+                    state["exp_avg"] = torch.zeros_like(grad)
+                    state["exp_avg_sq"] = torch.zeros_like(grad)
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                state["step"] += 1
+                exp_avg.mul_(beta1).add_(grad, alpha=1.0 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
+                denom = exp_avg_sq.sqrt().add_(group["eps"])
+                step_size = group["lr"]
+                if group["correct_bias"]:
+                    step_size = step_size * math.sqrt(1.0 - beta2 ** state["step"]) / (1.0 - beta1 ** state["step"])
+                norm_grad = exp_avg / denom
+                if "rank" in group:
+                    norm_grad = state["projector"].project_back(norm_grad)
+                p.add_(norm_grad.to(p.dtype), alpha=-step_size)
+                if group["weight_decay"] > 0.0:
+                    p.add_(p, alpha=-group["lr"] * group["weight_decay"])
+                layer = self._turbo.get(p)
+                if layer is not None:
+                    layer.next_step(state["step"])
+        return loss
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the gradients, including the projected ones of Turbo layers."""
+        super().zero_grad(set_to_none=set_to_none)
+        for layer in self._turbo.values():
+            if layer.low.grad is not None:
+                if set_to_none:
+                    layer.low.grad = None
+                else:
+                    layer.low.grad.zero_()
+
+    def state_bytes(self) -> int:
+        """Bytes of the optimizer state: Adam moments and the projection matrices."""
+        total = 0
+        seen: set[int] = set()
+        for st in self.state.values():
+            for v in st.values():
+                tensors = [v] if isinstance(v, Tensor) else [v.ortho] if isinstance(v, GaLoreProjector) else []
+                for t in tensors:
+                    if isinstance(t, Tensor) and id(t) not in seen:
+                        seen.add(id(t))
+                        total += t.numel() * t.element_size()
+        return total
+
+
+# --------------------------------------------------------------------------------------------------------
+# Turbo
+
+
+def _residual_values(vals: Tensor, scales: Tensor, bits: int, k: int) -> Tensor:
+    """Dequantized residual values (n, nb, k) float32 (value = q · block scale)."""
+    if bits == 8:
+        q = vals.to(torch.float32)
+    else:
+        lo = (vals & 0xF).to(torch.int16)
+        hi = (vals >> 4).to(torch.int16)
+        q = torch.stack((lo, hi), dim=-1).flatten(-2).to(torch.float32)
+        q = torch.where(q >= 8, q - 16, q)[..., :k]  # an odd k leaves one unused nibble per block
+    return q * scales.to(torch.float32)[..., None]
+
+
+def project_from_factors(
+    g: Tensor,
+    u: Tensor,
+    factors: tuple[Tensor, ...],
+    ortho: Tensor,
+    side: str,
+    *,
+    d: int,
+    block: int,
+    bits: int,
+) -> Tensor:
+    """GaLore's projected weight gradient computed from the STAC-R factors, never forming ``Gᵀ·X̂``.
+
+    Parameters
+    ----------
+    g : Tensor (n, m)
+        Output gradient of the Linear (flattened).
+    u : Tensor (d, r_s) float32
+        The STAC-R basis the factors were encoded in.
+    factors : (c, c_scale, vals, idx, scales)
+        As returned by ``thrifty.compress._kernels.compress``.
+    ortho : Tensor
+        GaLore's ``P``: (r, d) for ``side="right"``, (m, r) for ``side="left"``.
+    side : {"left", "right"}
+    d, block, bits : int
+        Width and residual layout of the factors.
+
+    Returns
+    -------
+    Tensor float32: (m, r) ``= Gᵀ·X̂·Pᵀ`` (right) or (r, d) ``= Pᵀ·Gᵀ·X̂`` (left).
+    """
+    c, c_scale, vals, idx, scales = factors
+    g32 = g.to(torch.float32)
+    if side == "left":
+        gp = g32 @ ortho  # (n, r): the output gradient projected first
+        out: Tensor = _kernels.grad_weight(gp, u, c, c_scale, vals, idx, scales, d=d, block=block, bits=bits)
+        return out
+    coef = c.to(torch.float32) * c_scale[:, None] if c.dtype == torch.int8 else c.to(torch.float32)
+    pt = ortho.t()  # (d, r)
+    z = coef @ (u.t() @ pt)  # deq(C)·(Uᵀ·Pᵀ): (n, r)
+    k = idx.shape[-1]
+    if k > 0 and idx.numel() > 0:
+        n, nb, _ = idx.shape
+        cols = (idx.to(torch.long) + (torch.arange(nb, device=idx.device) * block)[:, None]).reshape(n, nb * k)
+        v = _residual_values(vals, scales, bits, k).reshape(n, nb * k)
+        z = z + torch.einsum("nj,njr->nr", v, pt[cols])  # R·Pᵀ: a gather of nnz(R) rows of Pᵀ
+    return g32.t() @ z
+
+
+def shared_basis(g: Tensor, u: Tensor, factors: tuple[Tensor, ...], rank: int, side: str) -> Tensor:
+    """The GaLore projector from STAC-R's basis: SVD of the small (m, r_s) matrix ``Gᵀ·deq(C)``.
+
+    ``grad_W ≈ (Gᵀ·deq(C))·Uᵀ`` with orthonormal ``U``; with ``Gᵀ·deq(C) = A·S·Vᵀ`` its top singular
+    vectors are ``A`` (left) and ``U·V`` (right). Returns ``P`` ((r, d) right, (m, r) left), float32.
+    """
+    c, c_scale = factors[0], factors[1]
+    coef = c.to(torch.float32) * c_scale[:, None] if c.dtype == torch.int8 else c.to(torch.float32)
+    t = g.to(torch.float32).t() @ coef  # (m, r_s)
+    a, _s, vh = torch.linalg.svd(t, full_matrices=False)
+    r = min(rank, vh.shape[0])
+    p: Tensor = a[:, :r].contiguous() if side == "left" else (u @ vh[:r, :].t()).t().contiguous()
+    return p
+
+
+class _TurboFn(torch.autograd.Function):
+    """y = x·Wᵀ + b saving the STAC-R factors; backward delivers GaLore's projected weight gradient."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, x2d: Tensor, weight: Tensor, bias: Tensor | None, low: Tensor, u: Tensor,
+        c: Tensor, c_scale: Tensor, vals: Tensor, idx: Tensor, scales: Tensor, layer: TurboLinear,
+    ) -> Tensor:  # fmt: skip
+        ctx.save_for_backward(weight, u, c, c_scale, vals, idx, scales)
+        ctx.layer = layer
+        ctx.has_bias = bias is not None
+        return torch.nn.functional.linear(x2d, weight, bias)
+
+    @staticmethod
+    def backward(ctx: Any, grad_y: Tensor) -> tuple[Tensor | None, ...]:
+        weight, u, c, c_scale, vals, idx, scales = ctx.saved_tensors
+        layer: TurboLinear = ctx.layer
+        grad_x = grad_w = grad_b = grad_low = None
+        if ctx.needs_input_grad[0]:
+            grad_x = grad_y.mm(weight.to(grad_y.dtype))
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_b = grad_y.sum(0)
+        factors = (c, c_scale, vals, idx, scales)
+        d, cfg = layer.in_features, layer.codec.config
+        assert cfg is not None
+        if ctx.needs_input_grad[1] or ctx.needs_input_grad[3]:
+            proj = layer.projector
+            side = proj.side_for(layer.out_features, d)
+            if layer.need_refresh and layer.refresh == "svd":
+                gw = _kernels.grad_weight(grad_y, u, *factors, d=d, block=cfg.block, bits=cfg.bits)
+                grad_w = gw.to(weight.dtype)  # GaLore's own refresh: the optimizer takes the SVD
+            else:
+                if layer.need_refresh:  # refresh="shared": the basis from this batch's factors
+                    r = layer.low.shape[1] if side == "right" else layer.low.shape[0]
+                    if u.shape[1] >= r:
+                        proj.set_basis(shared_basis(grad_y, u, factors, r, side), side)
+                    else:  # STAC-R's rank is below GaLore's: span(U) cannot hold P; SVD of the gradient here
+                        proj.refresh(_kernels.grad_weight(grad_y, u, *factors, d=d, block=cfg.block, bits=cfg.bits))
+                    layer.need_refresh = False
+                assert proj.ortho is not None
+                grad_low = project_from_factors(
+                    grad_y, u, factors, proj.ortho, side, d=d, block=cfg.block, bits=cfg.bits
+                ).to(layer.low.dtype)
+        return grad_x, grad_w, grad_b, grad_low, None, None, None, None, None, None, None
+
+
+class TurboLinear(nn.Module):
+    """A :class:`CompressedLinear` whose backward hands GaLore the projected weight gradient.
+
+    Made by :func:`galore_turbo` from a ``CompressedLinear``: holds the same ``weight``/``bias`` Parameters
+    and the same codec (basis, plan, refresh schedule: read through ``codec.basis_for``/``codec.encode``/
+    ``codec.config``). Its forward stores the input as STAC-R factors exactly like the wrapped layer; its
+    backward computes ``grad_x``, ``grad_b`` and, instead of the (m, d) weight gradient, GaLore's projected
+    gradient from the factors into ``low.grad``. On refresh steps it either hands the full gradient to the
+    optimizer (``refresh="svd"``: GaLore's SVD, unchanged) or refreshes ``P`` from the factors
+    (``refresh="shared"``).
+
+    Attributes
+    ----------
+    weight, bias : Parameter
+    codec : LayerCodec
+    projector : GaLoreProjector
+    low : Tensor
+        Leaf tensor of the projected gradient's shape ((m, r) right, (r, d) left) over a single element;
+        ``low.grad`` is the projected gradient.
+    refresh : {"svd", "shared"}
+    need_refresh : bool
+        Whether the next backward is a refresh step.
+    """
+
+    def __init__(self, layer: CompressedLinear, projector: GaLoreProjector, refresh: str) -> None:
+        super().__init__()
+        if not isinstance(layer, CompressedLinear):
+            raise TypeError(f"layer: expected a CompressedLinear, got {type(layer).__name__}")
+        if refresh not in _REFRESH:
+            raise ValueError(f"refresh: must be one of {_REFRESH}, got {refresh!r}")
+        self.in_features = layer.in_features
+        self.out_features = layer.out_features
+        self.weight = layer.weight
+        self.bias = layer.bias
+        self.codec = layer.codec
+        self.projector = projector
+        self.refresh = refresh
+        m, d = self.out_features, self.in_features
+        r = min(projector.rank, m, d)
+        side = projector.side_for(m, d)
+        shape = (m, r) if side == "right" else (r, d)
+        # a leaf of the projected gradient's shape over one element (zero strides): autograd accumulates
+        # low.grad, the layer itself holds no (m, r) buffer
+        one = torch.zeros(1, dtype=torch.float32, device=self.weight.device)
+        self.low = one.as_strided(shape, (0, 0)).requires_grad_()
+        self.need_refresh = True
+
+    def next_step(self, step: int) -> None:
+        """Called by the optimizer after its step ``step``: arms the refresh of the next backward."""
+        self.need_refresh = step % self.projector.update_proj_gap == 0
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``y = x·Wᵀ + b`` for ``x`` (..., in_features) float, the weight's dtype and device."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"x: expected a torch.Tensor, got {type(x).__name__}")
+        if x.shape[-1:] != (self.in_features,):
+            raise ValueError(f"x: expected last dimension {self.in_features}, got shape {tuple(x.shape)}")
+        if x.dtype != self.weight.dtype:
+            raise TypeError(f"x: dtype {x.dtype} does not match the weight dtype {self.weight.dtype}")
+        lead = x.shape[:-1]
+        x2d = x.reshape(-1, self.in_features)
+        if x2d.shape[0] == 0 or not (torch.is_grad_enabled() and self.weight.requires_grad):
+            return torch.nn.functional.linear(x2d, self.weight, self.bias).reshape(*lead, self.out_features)
+        with torch.no_grad():
+            xd = x2d.detach()
+            u = self.codec.basis_for(xd)
+            factors = self.codec.encode(xd, u)
+        y = _TurboFn.apply(x2d, self.weight, self.bias, self.low, u, *factors, self)
+        return y.reshape(*lead, self.out_features)  # type: ignore[no-any-return]
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, rank={self.projector.rank}, "
+            f"refresh={self.refresh}"
+        )
+
+
+def galore_turbo(
+    model: nn.Module,
+    *,
+    rank: int = 128,
+    update_proj_gap: int = 200,
+    scale: float = 0.25,
+    proj_type: str = "std",
+    refresh: str = "shared",
+    share_schedule: bool = False,
+    lr: float = 1e-3,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-6,
+    weight_decay: float = 0.0,
+) -> GaLoreAdamW:
+    """GaLore under STAC-R sharing their work: turn ``model``'s CompressedLinear layers into TurboLinear.
+
+    Modifies ``model`` in place: every :class:`CompressedLinear` (from :func:`stac_r`) becomes a
+    :class:`TurboLinear` with the same Parameters and codec; their weights form the GaLore group (rank
+    ``rank``), every other parameter runs plain AdamW. Returns the optimizer.
+
+    Parameters
+    ----------
+    model : nn.Module with at least one CompressedLinear
+    rank, update_proj_gap, scale, proj_type
+        GaLore's settings (``proj_type`` "std", "left" or "right").
+    refresh : {"shared", "svd"}, default="shared"
+        "shared": refresh ``P`` from the SVD of the (m, r_s) matrix ``Gᵀ·deq(C)`` in backward (never forms
+        the full gradient); "svd": GaLore's SVD of the full gradient on refresh steps, which gives the same
+        updates as STAC-R + GaLoreAdamW.
+    share_schedule : bool, default=False
+        Also share the refresh schedule: STAC-R's basis is refreshed every ``update_proj_gap`` steps, with
+        GaLore's projector, instead of at every step (the codec's ``refresh_every``). Saves the per-step
+        subspace iteration of every compressed layer's forward, at the price of an older basis between
+        refreshes (lower gradient fidelity: see the part-1 calibration table, basis age).
+    lr, betas, eps, weight_decay
+        AdamW settings.
+
+    Returns
+    -------
+    GaLoreAdamW
+
+    Raises
+    ------
+    TypeError / ValueError naming the argument (no CompressedLinear in ``model``, bad settings).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from thrifty.compress import stac_r, galore_turbo
+    >>> _ = torch.manual_seed(0)
+    >>> model = stac_r(torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 8)))
+    >>> opt = galore_turbo(model, rank=4, update_proj_gap=10)
+    >>> model(torch.randn(16, 32)).square().mean().backward()
+    >>> opt.step(); opt.zero_grad()
+    >>> type(model[0]).__name__, model[0].low.shape
+    ('TurboLinear', torch.Size([64, 4]))
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    if refresh not in _REFRESH:
+        raise ValueError(f"refresh: must be one of {_REFRESH}, got {refresh!r}")
+    if proj_type not in _PROJ_TYPES:
+        raise ValueError(f"proj_type: must be one of {_PROJ_TYPES}, got {proj_type!r}")
+    _check_int("rank", rank, 1)
+    _check_int("update_proj_gap", update_proj_gap, 1)
+    if not isinstance(share_schedule, bool):
+        raise TypeError(f"share_schedule: expected a bool, got {type(share_schedule).__name__}")
+    layers = [(n, m) for n, m in model.named_modules() if isinstance(m, CompressedLinear)]
+    if not layers:
+        raise ValueError("model: has no CompressedLinear layer (wrap it with thrifty.compress.stac_r first)")
+    turbo: dict[int, TurboLinear] = {}
+    for _name, layer in layers:
+        if share_schedule and not layer.exact:  # STAC-R's refresh every update_proj_gap steps, as GaLore's
+            codec = layer.codec
+            if codec.config is None:
+                codec.overrides["refresh_every"] = update_proj_gap  # read when the first batch plans the layer
+            else:
+                codec.config = replace(codec.config, refresh_every=update_proj_gap)
+        if id(layer) not in turbo:
+            proj = GaLoreProjector(rank, update_proj_gap=update_proj_gap, scale=scale, proj_type=proj_type)
+            turbo[id(layer)] = TurboLinear(layer, proj, refresh)
+    for parent in list(model.modules()):
+        for child_name, child in list(parent._modules.items()):
+            if child is not None and id(child) in turbo and isinstance(child, CompressedLinear):
+                setattr(parent, child_name, turbo[id(child)])
+    galore_ids = {id(t.weight) for t in turbo.values()}
+    galore_params = [t.weight for t in turbo.values()]
+    others = [p for p in model.parameters() if id(p) not in galore_ids]
+    groups: list[dict[str, Any]] = [{"params": others}] if others else []
+    groups.append({"params": galore_params, "rank": rank, "update_proj_gap": update_proj_gap, "scale": scale,
+                   "proj_type": proj_type})  # fmt: skip
+    opt = GaLoreAdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    opt._turbo = {t.weight: t for t in turbo.values()}
+    return opt

@@ -1,0 +1,217 @@
+"""GaLore projector / AdamW reimplementation and the Turbo path (projected gradients from STAC-R factors)."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from thrifty.compress import (
+    GaLoreAdamW,
+    GaLoreProjector,
+    TurboLinear,
+    _kernels,
+    galore_turbo,
+    stac_r,
+)
+from thrifty.compress._galore import project_from_factors, shared_basis
+from torch import nn
+
+
+def _structured(n: int, d: int, rank: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, rank, generator=g) @ torch.randn(rank, d, generator=g) + 0.05 * torch.randn(n, d, generator=g)
+
+
+@pytest.mark.parametrize(("m", "d", "side"), [(48, 32, "right"), (32, 48, "left"), (40, 40, "right")])
+def test_projector_matches_svd_definition(m: int, d: int, side: str) -> None:
+    g = torch.Generator().manual_seed(m * d)
+    grad = torch.randn(m, d, generator=g)
+    proj = GaLoreProjector(8, update_proj_gap=3, scale=0.5)
+    low = proj.project(grad, 0)
+    u, _s, vh = torch.linalg.svd(grad.double(), full_matrices=False)
+    assert proj.side == side
+    if side == "right":
+        want = grad.double() @ vh[:8].t()
+        assert low.shape == (m, 8)
+        back = want @ vh[:8]  # grad·VVᵀ: independent of the singular vectors' signs
+    else:
+        want = u[:, :8].t() @ grad.double()
+        assert low.shape == (8, d)
+        back = u[:, :8] @ want
+    # singular vectors are defined up to sign: compare magnitudes per component and the projected-back matrix
+    torch.testing.assert_close(low.double().abs(), want.abs(), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(proj.project_back(low).double(), 0.5 * back, rtol=1e-4, atol=1e-4)
+    # refresh schedule: steps 1, 2 keep P, step 3 refreshes (GaLore: step % gap == 0)
+    proj.project(torch.randn(m, d, generator=g), 1)
+    proj.project(torch.randn(m, d, generator=g), 2)
+    assert proj.refreshes == 1
+    proj.project(torch.randn(m, d, generator=g), 3)
+    assert proj.refreshes == 2
+
+
+def test_galore_adamw_matches_a_hand_written_loop() -> None:
+    torch.manual_seed(0)
+    w0 = torch.randn(24, 16)
+    grads = [torch.randn(24, 16) for _ in range(4)]
+    p = nn.Parameter(w0.clone())
+    opt = GaLoreAdamW([{"params": [p], "rank": 4, "update_proj_gap": 2, "scale": 0.25}], lr=0.01, weight_decay=0.1)
+    for gr in grads:
+        p.grad = gr.clone()
+        opt.step()
+    # reference: explicit GaLore AdamW in float64
+    w = w0.double().clone()
+    m1 = v1 = None
+    ortho = None
+    for t, gr in enumerate(grads):
+        g = gr.double()
+        if t % 2 == 0:
+            ortho = torch.linalg.svd(g, full_matrices=False)[2][:4]  # right (m >= d): top-4 rows of Vh
+        assert ortho is not None
+        low = g @ ortho.t()
+        m1 = 0.1 * low if m1 is None else 0.9 * m1 + 0.1 * low
+        v1 = 0.001 * low * low if v1 is None else 0.999 * v1 + 0.001 * low * low
+        step = 0.01 * math.sqrt(1 - 0.999 ** (t + 1)) / (1 - 0.9 ** (t + 1))
+        w = w - step * 0.25 * ((m1 / (v1.sqrt() + 1e-6)) @ ortho)
+        w = w - 0.01 * 0.1 * w
+    # sign flips of singular vectors cancel in the update (low and P flip together)
+    torch.testing.assert_close(p.detach().double(), w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("coef", "density", "bits"), [("int8", 0.0, 8), ("bf16", 0.05, 8), ("int8", 0.1, 4), ("fp32", 0.05, 8)]
+)
+@pytest.mark.parametrize(("m", "d"), [(96, 64), (40, 64)])
+def test_projection_from_factors_equals_projecting_the_full_gradient(
+    coef: str, density: float, bits: int, m: int, d: int
+) -> None:
+    x = _structured(200, d, 6, seed=m + d)
+    u = torch.linalg.qr(torch.randn(d, 12, generator=torch.Generator().manual_seed(1))).Q.contiguous()
+    k = round(density * 32)
+    factors = tuple(_kernels.compress(x, u, coef=coef, block=32, k=k, bits=bits))
+    g = torch.randn(200, m, generator=torch.Generator().manual_seed(2))
+    full = _kernels.grad_weight(g, u, *factors, d=d, block=32, bits=bits)  # the unshared path's grad_W
+    proj = GaLoreProjector(5)
+    want = proj.project(full, 0)
+    assert proj.ortho is not None and proj.side is not None
+    got = project_from_factors(g, u, factors, proj.ortho, proj.side, d=d, block=32, bits=bits)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4 * float(want.abs().max()))
+
+
+def test_shared_refresh_in_the_exact_basis_spans_galores_subspace() -> None:
+    x = _structured(300, 32, 5, seed=9)
+    u = torch.eye(32)
+    factors = tuple(_kernels.compress(x, u, coef="fp32", block=32, k=0))
+    for m in (48, 20):
+        g = torch.randn(300, m, generator=torch.Generator().manual_seed(m))
+        full = g.t() @ x
+        proj = GaLoreProjector(4)
+        proj.refresh(full)
+        assert proj.ortho is not None and proj.side is not None
+        mine = shared_basis(g, u, factors, 4, proj.side)
+        # compare the orthogonal projectors onto the two subspaces (bases are defined up to sign)
+        a = proj.ortho.t() @ proj.ortho if proj.side == "right" else proj.ortho @ proj.ortho.t()
+        b = mine.t() @ mine if proj.side == "right" else mine @ mine.t()
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-4)
+
+
+def _mlp() -> nn.Module:
+    torch.manual_seed(11)
+    return nn.Sequential(nn.Linear(32, 96), nn.GELU(), nn.Linear(96, 32), nn.Tanh(), nn.Linear(32, 8))
+
+
+def _batches(n: int) -> list[torch.Tensor]:
+    return [_structured(128, 32, 6, seed=100 + i) for i in range(n)]
+
+
+def test_turbo_svd_refresh_gives_the_unshared_updates() -> None:
+    wrapped = stac_r(_mlp(), ratio=4, seed=0)
+    twin = copy.deepcopy(wrapped)
+    lin = [m.weight for m in twin.modules() if hasattr(m, "codec")]
+    ids = {id(p) for p in lin}
+    opt_ref = GaLoreAdamW(
+        [{"params": [p for p in twin.parameters() if id(p) not in ids]},
+         {"params": lin, "rank": 4, "update_proj_gap": 2, "scale": 0.25}], lr=1e-2,
+    )  # fmt: skip
+    opt = galore_turbo(wrapped, rank=4, update_proj_gap=2, scale=0.25, refresh="svd", lr=1e-2)
+    assert sum(isinstance(m, TurboLinear) for m in wrapped.modules()) == 3
+    for step, x in enumerate(_batches(5)):
+        for model, o in ((twin, opt_ref), (wrapped, opt)):
+            o.zero_grad()
+            model(x).square().mean().backward()
+        turbo_layers = [m for m in wrapped.modules() if isinstance(m, TurboLinear)]
+        if step % 2 == 1:  # between refreshes: only the projection exists, no (m, d) gradient
+            assert all(t.weight.grad is None and t.low.grad is not None for t in turbo_layers)
+        opt_ref.step()
+        opt.step()
+        for a, b in zip(twin.parameters(), wrapped.parameters()):
+            torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_turbo_shared_refresh_never_forms_the_weight_gradient_and_trains() -> None:
+    wrapped = stac_r(_mlp(), ratio=4, seed=0)
+    opt = galore_turbo(wrapped, rank=4, update_proj_gap=3, scale=1.0, refresh="shared", lr=3e-3)
+    target = torch.randn(128, 8, generator=torch.Generator().manual_seed(5)) * 0.1
+    losses = []
+    for x in _batches(12):
+        opt.zero_grad()
+        loss = (wrapped(x) - target).square().mean()
+        loss.backward()
+        for t in wrapped.modules():
+            if isinstance(t, TurboLinear):
+                assert t.weight.grad is None and t.low.grad is not None
+                assert t.low.grad.shape == t.low.shape
+        opt.step()
+        losses.append(float(loss.detach()))
+    assert losses[-1] < losses[0]
+    layer = next(m for m in wrapped.modules() if isinstance(m, TurboLinear))
+    assert layer.projector.refreshes == 4  # steps 0, 3, 6, 9
+    assert opt.state_bytes() > 0
+
+
+def test_shared_schedule_refreshes_stac_basis_with_galore() -> None:
+    wrapped = stac_r(_mlp(), ratio=4, seed=0)
+    opt = galore_turbo(wrapped, rank=4, update_proj_gap=3, refresh="shared", share_schedule=True, lr=1e-3)
+    layer = next(m for m in wrapped.modules() if isinstance(m, TurboLinear))
+    bases = []
+    for x in _batches(4):
+        opt.zero_grad()
+        wrapped(x).square().mean().backward()
+        opt.step()
+        bases.append(layer.codec.u)
+    assert layer.codec.config is not None and layer.codec.config.refresh_every == 3
+    assert bases[1] is bases[0] and bases[2] is bases[0]  # planned at step 0, kept for steps 1, 2
+    assert bases[3] is not bases[0]  # refreshed at step 3, with GaLore's projector
+    assert layer.projector.refreshes == 2
+    with pytest.raises(TypeError, match="share_schedule"):
+        galore_turbo(stac_r(_mlp()), share_schedule=1)  # type: ignore[arg-type]
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="model"):
+        galore_turbo(nn.Sequential(nn.ReLU()))
+    with pytest.raises(TypeError, match="model"):
+        galore_turbo("model")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="refresh"):
+        galore_turbo(stac_r(_mlp()), refresh="fast")
+    with pytest.raises(ValueError, match="rank"):
+        galore_turbo(stac_r(_mlp()), rank=0)
+    with pytest.raises(ValueError, match="proj_type"):
+        GaLoreProjector(4, proj_type="diagonal")
+    with pytest.raises(ValueError, match="2-D"):
+        GaLoreAdamW([{"params": [nn.Parameter(torch.zeros(3))], "rank": 2}])
+    with pytest.raises(ValueError, match="lr"):
+        GaLoreAdamW([nn.Parameter(torch.zeros(3))], lr=-1.0)
+    with pytest.raises(RuntimeError, match="project"):
+        GaLoreProjector(2).project_back(torch.zeros(2, 2))
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    from thrifty.compress import _galore
+
+    result = doctest.testmod(_galore, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
