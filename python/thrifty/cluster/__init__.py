@@ -9,5 +9,6 @@
 """
 
 from thrifty.cluster._hartigan import HartiganKMeans
+from thrifty.cluster._dask import DaskHartiganKMeans  # noqa: E402  (scale-out: blocked k-means, Dask)
 
-__all__ = ["HartiganKMeans"]
+__all__ = ["HartiganKMeans", "DaskHartiganKMeans"]

@@ -267,6 +267,12 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         -------
         self : HartiganKMeans
         """
+        # Scale-out: a dask array, or algorithm="blocked-hartigan"/"blocked-lloyd" (its single-machine
+        # twin), goes to the blocked k-means (thrifty.cluster._dask).
+        from thrifty.cluster._dask import route_blocked
+
+        if route_blocked(self, X, sample_weight) is not None:
+            return self
         X = self._validate_train(X)
         k, init, n_init = self._check_params(X)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)

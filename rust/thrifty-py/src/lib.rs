@@ -6,11 +6,13 @@ mod errors;
 mod dpp;
 mod inference;
 mod kmeans;
+mod kmeans_blocks;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     kmeans::register(m)?;
+    kmeans_blocks::register(m)?;
     inference::register(m)?;
     dpp::register(m)?;
     Ok(())

@@ -5,6 +5,7 @@
 //! Data far from the origin are mean-centred in a working copy for precision (as scikit-learn does
 //! always); the caller's array is never modified.
 pub mod batched;
+pub mod blocks;
 pub mod distance;
 pub mod init;
 
