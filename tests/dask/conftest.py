@@ -25,7 +25,7 @@ def dask_client_factory() -> Iterator[Callable[[int], Any]]:
     def get(n_workers: int = 2) -> Any:
         if n_workers not in clusters:
             cluster = distributed.LocalCluster(
-                n_workers=n_workers, threads_per_worker=1, processes=False, dashboard_address=None,
+                n_workers=n_workers, threads_per_worker=1, processes=False, dashboard_address=":0",
             )
             clusters[n_workers] = (cluster, distributed.Client(cluster, set_as_default=False))
         return clusters[n_workers][1]

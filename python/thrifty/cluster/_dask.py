@@ -76,7 +76,8 @@ class DaskExecutor:
             raise
 
     def _bcast(self, bc: Any) -> Any:
-        return self.client.scatter([bc], broadcast=True, hash=False)[0]
+        # One copy on the cluster; workers fetch it once each (k × d floats).
+        return self.client.scatter([bc], hash=False)[0]
 
     def map(self, fn: Callable[..., Any], states: Sequence[Any] | None, bc: Any) -> list[Any]:
         bcf = self._bcast(bc)
@@ -88,10 +89,16 @@ class DaskExecutor:
         return self._result(self.client.compute(self._delayed(fn, pure=False)(self.xblocks[b], None, b, bc)))
 
     def reduce(self, handles: Sequence[Any], pick: Callable[[Any], Any], combine: Callable[[Any, Any], Any]) -> Any:
+        # The tree's nodes are tasks on the workers; the leaves are the map outputs themselves (the
+        # first level picks their totals), so only the root crosses to the driver.
         submit = self.client.submit
-        leaves = [submit(pick, h, pure=False) for h in handles]
-        root = tree_reduce(leaves, lambda a, b: submit(combine, a, b, pure=False))
-        return self._result(root)
+        leaves = [(True, h) for h in handles]
+
+        def node(a: tuple[bool, Any], b: tuple[bool, Any]) -> tuple[bool, Any]:
+            return (False, submit(_tree_node, pick, combine, a[0], a[1], b[0], b[1], pure=False))
+
+        leaf, root = tree_reduce(leaves, node)
+        return pick(self._result(root)) if leaf else self._result(root)
 
     def gather(self, handles: Sequence[Any]) -> list[Any]:
         return [self._result(h) for h in handles]
@@ -104,6 +111,11 @@ class DaskExecutor:
             for h, (s, e) in zip(handles, self.bounds)
         ]
         return da.concatenate(parts)
+
+
+def _tree_node(pick: Callable[[Any], Any], combine: Callable[[Any, Any], Any], a_leaf: bool, a: Any,
+               b_leaf: bool, b: Any) -> Any:
+    return combine(pick(a) if a_leaf else a, pick(b) if b_leaf else b)
 
 
 def _client(client: Any) -> Any:
