@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_digits, make_blobs
-
 from thrifty.cluster import DaskHartiganKMeans, HartiganKMeans
 from thrifty.cluster._blocked import tree_reduce
 from thrifty.cluster._dask import WorkerLostError
@@ -58,7 +57,7 @@ def test_tree_has_a_fixed_shape() -> None:
 
 @pytest.mark.parametrize("algorithm", ["hartigan", "lloyd"])
 def test_identical_on_1_2_3_workers_and_two_chunkings(dask_client_factory: Factory, blobs: np.ndarray, algorithm: str) -> None:
-    params = dict(n_clusters=6, random_state=3, block_rows=500, algorithm=algorithm, tol=0.0)
+    params = {"n_clusters": 6, "random_state": 3, "block_rows": 500, "algorithm": algorithm, "tol": 0.0}
     ref = DaskHartiganKMeans(**params).fit(blobs)  # NumPy: the single-machine run
     _check_partition(blobs, ref)
     cases = [(1, (700, 5)), (2, (700, 5)), (3, (700, 5)), (2, (250, 2))]  # last: chunked along features
@@ -118,7 +117,7 @@ def test_distributed_hartigan_is_monotone_and_beats_lloyd(dask_client: Any) -> N
     hart, lloyd = [], []
     for X, init in cases:
         Xd = da.from_array(X, chunks=(300, X.shape[1]))
-        common = dict(init=init, tol=0.0, block_rows=100 if len(X) == 200 else 400, client=dask_client)
+        common = {"init": init, "tol": 0.0, "block_rows": 100 if len(X) == 200 else 400, "client": dask_client}
         h = DaskHartiganKMeans(len(init), algorithm="hartigan", **common).fit(Xd)
         ll = DaskHartiganKMeans(len(init), algorithm="lloyd", **common).fit(Xd)
         assert np.all(np.diff(h.sse_trace_) <= 0), h.sse_trace_
@@ -165,7 +164,7 @@ def _no_default_client() -> bool:
 
 def test_worker_lost_mid_fit_gives_the_right_result_or_a_clear_error(blobs: np.ndarray) -> None:
     distributed = pytest.importorskip("distributed")
-    params = dict(n_clusters=6, random_state=5, block_rows=500, tol=0.0)
+    params = {"n_clusters": 6, "random_state": 5, "block_rows": 500, "tol": 0.0}
     ref = DaskHartiganKMeans(**params).fit(blobs)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:

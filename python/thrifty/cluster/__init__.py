@@ -8,7 +8,7 @@
 [50, 50]
 """
 
+from thrifty.cluster._dask import DaskHartiganKMeans  # scale-out: blocked k-means on Dask
 from thrifty.cluster._hartigan import HartiganKMeans
-from thrifty.cluster._dask import DaskHartiganKMeans  # noqa: E402  (scale-out: blocked k-means, Dask)
 
-__all__ = ["HartiganKMeans", "DaskHartiganKMeans"]
+__all__ = ["DaskHartiganKMeans", "HartiganKMeans"]

@@ -75,7 +75,13 @@ def _as_block(x: Any) -> npt.NDArray[Any]:
     a = np.asarray(x)
     if a.dtype not in (np.float32, np.float64):
         a = a.astype(np.float64)
-    return np.ascontiguousarray(a)
+    return np.require(a, requirements=["C", "A"])
+
+
+def _c(a: Any) -> Any:
+    """C-contiguous and aligned: arrays deserialised on a Dask worker may be unaligned views of the
+    message buffer, which the Rust kernels refuse."""
+    return np.require(a, requirements=["C", "A"])
 
 
 def _named(b: int, fn: Callable[[], Any]) -> Any:
@@ -88,19 +94,20 @@ def _named(b: int, fn: Callable[[], Any]) -> Any:
 
 def task_kpar_update(x: Any, st: Any, b: int, bc: tuple[F64, int, int]) -> tuple[Any, ...]:
     cands, offset, total = bc
+    cands = _c(cands)
     xb = _as_block(x)
     if st is None:
         closest = np.full(xb.shape[0], np.inf)
         owner = np.zeros(xb.shape[0], dtype=np.uint32)
     else:
-        closest, owner = st[0], st[1]
+        closest, owner = _c(st[0]), _c(st[1])
     cl, ow, cost, counts = _named(b, lambda: _core.kmeans_block_kpar_update(xb, closest, owner, cands, offset, total))
     return (cl, ow, np.concatenate([[cost], counts]))
 
 
 def task_kpar_sample(x: Any, st: Any, b: int, bc: tuple[float, float, int, int]) -> F64:
     phi, ell, seed, rnd = bc
-    idx = _core.kmeans_block_kpar_sample(st[0], phi, ell, seed, rnd, b)
+    idx = _core.kmeans_block_kpar_sample(_c(st[0]), phi, ell, seed, rnd, b)
     xb = np.asarray(x)
     return np.asarray(xb[idx], dtype=np.float64).reshape(len(idx), xb.shape[1])
 
@@ -110,11 +117,11 @@ def task_row(x: Any, st: Any, b: int, bc: tuple[int]) -> F64:
 
 
 def task_lloyd(x: Any, st: Any, b: int, bc: tuple[F64, F64, F64]) -> tuple[Any, ...]:
-    centers, drift, half_sep = bc
+    centers, drift, half_sep = _c(bc[0]), _c(bc[1]), _c(bc[2])
     xb = _as_block(x)
     if st is None or len(st) != 4:
         return tuple(_named(b, lambda: _core.kmeans_block_lloyd(xb, None, None, None, centers, drift, half_sep)))
-    return tuple(_named(b, lambda: _core.kmeans_block_lloyd(xb, st[0], st[1], st[2], centers, drift, half_sep)))
+    return tuple(_named(b, lambda: _core.kmeans_block_lloyd(xb, _c(st[0]), _c(st[1]), _c(st[2]), centers, drift, half_sep)))
 
 
 def task_hartigan(x: Any, st: Any, b: int, bc: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -126,10 +133,10 @@ def task_hartigan(x: Any, st: Any, b: int, bc: tuple[Any, ...]) -> tuple[Any, ..
         prop_to = np.full(n_b, -1, dtype=np.int32)
         prop_bucket = np.zeros(n_b, dtype=np.uint8)
     else:
-        labels, prop_to, prop_bucket = st[0], st[1], st[2]
+        labels, prop_to, prop_bucket = _c(st[0]), _c(st[1]), _c(st[2])
     local = single - offset[b] if 0 <= single - offset[b] < n_b else -1
     lab, pt, pb, flat, keys, values, best = _core.kmeans_block_hartigan(
-        xb, labels, prop_to, prop_bucket, accepted, local, centers, sizes, scale, N_BUCKETS
+        xb, _c(labels), prop_to, prop_bucket, _c(accepted), local, _c(centers), _c(sizes), scale, N_BUCKETS
     )
     delta, row, frm, to = best
     best_t = (delta, offset[b] + row, frm, to, np.asarray(xb[row], dtype=np.float64) if np.isfinite(delta) else None)
@@ -428,11 +435,11 @@ def fit_blocked(
                 break
             keys = np.asarray(keys, dtype=np.uint64)
             vals = np.asarray(vals, dtype=np.float64).reshape(len(keys), d + 2)
-            accepted, n2, s2, delta = _select_moves(keys, vals, counts, sums, centers, ACCEPT_MARGIN * sse)
+            accepted, n2, s2, _delta = _select_moves(keys, vals, counts, sums, centers, ACCEPT_MARGIN * sse)
             single = -1
             if len(accepted) == 0:
                 # No class lowers the SSE as a whole: apply the best single move (exactly improving).
-                bdelta, brow, bfrom, bto, bx = best
+                _bdelta, brow, bfrom, bto, bx = best
                 n2, s2 = counts.copy(), sums.copy()
                 n2[bfrom] -= 1
                 n2[bto] += 1

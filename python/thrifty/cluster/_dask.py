@@ -47,7 +47,7 @@ class DaskExecutor:
     root comes back to the driver."""
 
     def __init__(self, X: Any, block_rows: int, client: Any) -> None:
-        import dask
+        from dask.delayed import delayed
 
         self.client = client
         n, d = X.shape
@@ -59,7 +59,7 @@ class DaskExecutor:
         Xr = X.rechunk((block_rows, self.d))
         self.xblocks = list(Xr.to_delayed().ravel())
         assert len(self.xblocks) == len(self.bounds)
-        self._delayed = dask.delayed
+        self._delayed = delayed
 
     def _result(self, fut: Any) -> Any:
         try:
@@ -107,10 +107,10 @@ class DaskExecutor:
         import dask.array as da
 
         parts = [
-            da.from_delayed(self._delayed(pick_labels, pure=False)(h), shape=(e - s,), dtype=np.int32)
+            da.from_delayed(self._delayed(pick_labels, pure=False)(h), shape=(e - s,), dtype=np.int32)  # type: ignore[no-untyped-call]
             for h, (s, e) in zip(handles, self.bounds)
         ]
-        return da.concatenate(parts)
+        return da.concatenate(parts)  # type: ignore[no-untyped-call]
 
 
 def _tree_node(pick: Callable[[Any], Any], combine: Callable[[Any, Any], Any], a_leaf: bool, a: Any,
@@ -224,7 +224,7 @@ class DaskHartiganKMeans(HartiganKMeans):
         verbose: int = 0,
         random_state: RandomState = None,
         copy_x: bool = True,
-        algorithm: Literal["hartigan", "lloyd"] = "hartigan",  # type: ignore[override]
+        algorithm: Literal["hartigan", "lloyd"] = "hartigan",
         n_jobs: int | None = None,
         block_rows: int = DEFAULT_BLOCK_ROWS,
         init_rounds: int = 5,
@@ -273,7 +273,7 @@ class DaskHartiganKMeans(HartiganKMeans):
                 raise ValueError(f"init must be 'k-means||', 'k-means++' or an array, got {init!r}")
             return k, "k-means||"
         if callable(init):
-            raise ValueError("init: a callable is not supported by the blocked k-means (pass centres)")
+            raise TypeError("init: a callable is not supported by the blocked k-means (pass centres)")
         arr = np.asarray(init)
         if arr.dtype.kind not in "fiu":
             raise TypeError(f"init must be a numeric array, got dtype {arr.dtype}")
