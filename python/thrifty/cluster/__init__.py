@@ -8,7 +8,7 @@
 [50, 50]
 """
 
-from thrifty.cluster._dask import DaskHartiganKMeans  # scale-out: blocked k-means on Dask
+from thrifty.cluster._dask import DaskHartiganKMeans
 from thrifty.cluster._hartigan import HartiganKMeans
 
 __all__ = ["DaskHartiganKMeans", "HartiganKMeans"]
