@@ -102,7 +102,7 @@ def main() -> None:
                       dashboard_address=None) as cluster, Client(cluster) as client:
         client.run(lambda: __import__("thrifty.cluster"))  # imports outside the timings
         n = int(args.rows)
-        init = make_block(0, K, 99).astype(np.float64)  # the same start for both
+        init = make_block(0, K, 0).astype(np.float64)  # the same start for both: the data's first K rows
         X = dataset(n, args.block_rows, seed=0).persist()
         from distributed import wait
 

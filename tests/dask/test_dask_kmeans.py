@@ -57,7 +57,7 @@ def test_tree_has_a_fixed_shape() -> None:
 
 @pytest.mark.parametrize("algorithm", ["hartigan", "lloyd"])
 def test_identical_on_1_2_3_workers_and_two_chunkings(dask_client_factory: Factory, blobs: np.ndarray, algorithm: str) -> None:
-    params = {"n_clusters": 6, "random_state": 3, "block_rows": 500, "algorithm": algorithm, "tol": 0.0}
+    params = {"n_clusters": 6, "random_state": 3, "block_rows": 500, "algorithm": algorithm, "tol": 0.0, "init_rounds": 2}
     ref = DaskHartiganKMeans(**params).fit(blobs)  # NumPy: the single-machine run
     _check_partition(blobs, ref)
     cases = [(1, (700, 5)), (2, (700, 5)), (3, (700, 5)), (2, (250, 2))]  # last: chunked along features
