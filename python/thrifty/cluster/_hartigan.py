@@ -102,6 +102,9 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     algorithm : {"hartigan", "lloyd", "elkan"}, default="hartigan"
         Batched Hartigan or bounded Lloyd. ``"elkan"`` (scikit-learn's triangle-inequality Lloyd,
         which gives Lloyd's result) runs our bounded Lloyd, which gives the same result.
+        ``"blocked-hartigan"`` / ``"blocked-lloyd"``: the scale-out algorithm of
+        :class:`thrifty.cluster.DaskHartiganKMeans` on one machine (bit-identical to a Dask run);
+        a ``dask.array`` ``X`` always takes that path.
     n_jobs : int or None, default=None
         Threads for the core (``None`` = all cores, ``-1`` = all cores, ``k`` = ``k`` threads, at
         most the CPU count).
@@ -168,7 +171,7 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         verbose: int = 0,
         random_state: RandomState = None,
         copy_x: bool = True,
-        algorithm: Literal["hartigan", "lloyd", "elkan"] = "hartigan",
+        algorithm: Literal["hartigan", "lloyd", "elkan", "blocked-hartigan", "blocked-lloyd"] = "hartigan",
         n_jobs: int | None = None,
     ) -> None:
         self.n_clusters = n_clusters
