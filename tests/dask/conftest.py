@@ -3,7 +3,7 @@
 ``dask_client_factory(n_workers)`` returns a ``dask.distributed.Client`` on an in-process
 ``LocalCluster`` with ``n_workers`` single-threaded workers (``processes=False``: starts in about a
 second, no spawned interpreters). One cluster per worker count is started lazily and reused by every
-test of the session; all are closed at the end. The whole directory is skipped when
+test of the session; all are closed at the end. Tests using the fixtures are skipped when
 ``dask.distributed`` is not installed.
 """
 
@@ -14,12 +14,11 @@ from typing import Any
 
 import pytest
 
-distributed = pytest.importorskip("distributed")
-pytest.importorskip("dask.array")
-
 
 @pytest.fixture(scope="session")
 def dask_client_factory() -> Iterator[Callable[[int], Any]]:
+    distributed = pytest.importorskip("distributed")
+    pytest.importorskip("dask.array")
     clusters: dict[int, tuple[Any, Any]] = {}
 
     def get(n_workers: int = 2) -> Any:
