@@ -2,10 +2,7 @@
 //! Each call handles one logical block (short), so it releases the GIL with `py.detach` (Dask runs
 //! blocks on worker threads, where signals cannot be polled). The state arrays are copied, never
 //! modified: a Dask future may be shared by several tasks and must stay valid for recomputation.
-use numpy::{
-    IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
-};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 

@@ -46,6 +46,7 @@ pub fn block_stream(seed: u64, round: u64, block: u64) -> crate::rng::Stream {
 /// place: the caller passes copies). Returns the block's cost Σ closest and the number of rows whose
 /// nearest candidate is each of the `total` candidates (the k-means‖ weights). Errors on a non-finite
 /// row (checked when `offset == 0`, the first pass over the block).
+#[allow(clippy::too_many_arguments)]
 pub fn kpar_update<T: Real>(
     x: &[T],
     n: usize,
@@ -59,7 +60,7 @@ pub fn kpar_update<T: Real>(
     check_block(x, n, d)?;
     if closest.len() != n
         || owner.len() != n
-        || cands.len() % d != 0
+        || !cands.len().is_multiple_of(d)
         || offset + cands.len() / d > total
     {
         return Err(ThriftyError::shape(
