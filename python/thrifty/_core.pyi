@@ -57,6 +57,49 @@ def kmeans_inertia(
     csr: _CsrParts | None = None,
 ) -> float: ...
 
+# ---- kmeans blocks (thrifty.cluster._blocked: per-block kernels of the scale-out k-means) --------
+
+def kmeans_block_kpar_update(
+    x: npt.NDArray[Any],
+    closest: npt.NDArray[np.float64],
+    owner: npt.NDArray[np.uint32],
+    cands: npt.NDArray[np.float64],
+    offset: int,
+    total: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint32], float, npt.NDArray[np.float64]]: ...
+def kmeans_block_kpar_sample(
+    closest: npt.NDArray[np.float64], phi: float, ell: float, seed: int, round: int, block: int
+) -> npt.NDArray[np.uint32]: ...
+def kmeans_block_lloyd(
+    x: npt.NDArray[Any],
+    labels: npt.NDArray[np.uint32] | None,
+    upper: npt.NDArray[np.float64] | None,
+    lower: npt.NDArray[np.float64] | None,
+    centers: npt.NDArray[np.float64],
+    drift: npt.NDArray[np.float64],
+    half_sep: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def kmeans_block_hartigan(
+    x: npt.NDArray[Any],
+    labels: npt.NDArray[np.uint32],
+    prop_to: npt.NDArray[np.int32],
+    prop_bucket: npt.NDArray[np.uint8],
+    accepted: npt.NDArray[np.uint64],
+    single: int,
+    centers: npt.NDArray[np.float64],
+    sizes: npt.NDArray[np.float64],
+    scale: float,
+    n_buckets: int,
+) -> tuple[
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.int32],
+    npt.NDArray[np.uint8],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.uint64],
+    npt.NDArray[np.float64],
+    tuple[float, int, int, int],
+]: ...
+
 # ---- inference (thrifty.inference) -------------------------------------------------------------
 
 from typing import TypedDict

@@ -8,6 +8,7 @@
 [50, 50]
 """
 
+from thrifty.cluster._dask import DaskHartiganKMeans
 from thrifty.cluster._hartigan import HartiganKMeans
 
-__all__ = ["HartiganKMeans"]
+__all__ = ["DaskHartiganKMeans", "HartiganKMeans"]

@@ -139,10 +139,13 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     copy_x : bool, default=True
         Accepted for compatibility with scikit-learn; ``X`` is never modified either way (the core
         centres a private working copy).
-    algorithm : {"hartigan", "lloyd", "elkan"}, default="hartigan"
+    algorithm : {"hartigan", "lloyd", "elkan", "blocked-hartigan", "blocked-lloyd"}, default="hartigan"
         Batched Hartigan (after a Lloyd phase, see above) or bounded Lloyd. ``"elkan"``
         (scikit-learn's triangle-inequality Lloyd, which gives Lloyd's result) runs our bounded
         Lloyd, which gives scikit-learn's Elkan result from the same start.
+        ``"blocked-hartigan"`` / ``"blocked-lloyd"``: the scale-out algorithm of
+        :class:`thrifty.cluster.DaskHartiganKMeans` on one machine (bit-identical to a Dask run);
+        a ``dask.array`` ``X`` always takes that path.
     n_jobs : int or None, default=None
         Threads for the core (``None`` = all cores, ``-1`` = all cores, ``k`` = ``k`` threads, at
         most the CPU count).
@@ -207,7 +210,7 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         verbose: int = 0,
         random_state: RandomState = None,
         copy_x: bool = True,
-        algorithm: Literal["hartigan", "lloyd", "elkan"] = "hartigan",
+        algorithm: Literal["hartigan", "lloyd", "elkan", "blocked-hartigan", "blocked-lloyd"] = "hartigan",
         n_jobs: int | None = None,
     ) -> None:
         self.n_clusters = n_clusters
@@ -312,6 +315,12 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         -------
         self : HartiganKMeans
         """
+        # Scale-out: a dask array, or algorithm="blocked-hartigan"/"blocked-lloyd" (its single-machine
+        # twin), goes to the blocked k-means (thrifty.cluster._dask).
+        from thrifty.cluster._dask import route_blocked
+
+        if route_blocked(self, X, sample_weight) is not None:
+            return self
         X = self._validate_train(X)
         k, init, n_init = self._check_params(X)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)

@@ -8,11 +8,13 @@ mod dpp_blocks;
 mod inference;
 mod inference_blocks;
 mod kmeans;
+mod kmeans_blocks;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     kmeans::register(m)?;
+    kmeans_blocks::register(m)?;
     inference::register(m)?;
     inference_blocks::register(m)?;
     dpp::register(m)?;

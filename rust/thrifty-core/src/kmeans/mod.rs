@@ -7,6 +7,7 @@
 //! precision (as scikit-learn does always for dense data; sparse data are never centred, as in
 //! scikit-learn); the caller's array is never modified.
 pub mod batched;
+pub mod blocks;
 pub mod distance;
 pub mod init;
 pub mod matrix;
