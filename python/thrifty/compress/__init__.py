@@ -11,6 +11,9 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
   ``torch.compile``, ``torch.utils.checkpoint`` and DDP); ``exact=True`` reproduces the exact gradients.
 - :func:`compression_report` reads per layer stored vs dense bytes, rank, residual, captured energy and the
   gradient-error estimate ε with its cosine bound √(1−ε²).
+- :func:`predict` (the Saved-Surface Predictor) says before training, from one dry-run batch, how much of
+  the peak STAC-R can take off (``SSP = A_C⁺/P``), which layers to wrap and which to refuse and why, the
+  predicted reduction and overhead, and the gradient bridge; ``stac_r(model, plan=report)`` applies it.
 - :class:`SavedBytesMeter` measures what autograd saves (storage-deduplicated); :func:`backends` says which
   kernels were built and run (C++ CPU kernels always, CUDA ones when compiled and a GPU is present).
 
@@ -20,18 +23,23 @@ Requires ``torch`` (``pip install thrifty[torch]``).
 from thrifty.compress._kernels import backends
 from thrifty.compress._linear import CompressedLinear, LayerState
 from thrifty.compress._meter import SavedBytesMeter, StorageRecord
+from thrifty.compress._predict import LayerPrediction, PredictConfig, SSPReport, predict
 from thrifty.compress._report import CompressionReport, LayerReport, compression_report
 from thrifty.compress._wrap import stac_r, unwrap
 
 __all__ = [
     "CompressedLinear",
     "CompressionReport",
+    "LayerPrediction",
     "LayerReport",
     "LayerState",
+    "PredictConfig",
+    "SSPReport",
     "SavedBytesMeter",
     "StorageRecord",
     "backends",
     "compression_report",
+    "predict",
     "stac_r",
     "unwrap",
 ]
