@@ -7,7 +7,14 @@ import gc
 import pytest
 import torch
 import torch.nn.functional as F
-from thrifty.compress import CompressedLinear, PredictConfig, SavedBytesMeter, SSPReport, predict, stac_r
+from thrifty.compress import (
+    CompressedLinear,
+    PredictConfig,
+    SavedBytesMeter,
+    SSPReport,
+    predict,
+    stac_r,
+)
 from torch import nn
 
 

@@ -62,9 +62,8 @@ def test_inside_no_grad_warns_and_still_predicts() -> None:
 
 def test_inside_inference_mode_is_an_error() -> None:
     model = _model()
-    with torch.inference_mode():
-        with pytest.raises(RuntimeError, match="inference_mode"):
-            predict(model, torch.randn(8, 16))
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="inference_mode"):
+        predict(model, torch.randn(8, 16))
 
 
 def test_bad_config_and_loss() -> None:

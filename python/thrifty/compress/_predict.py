@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -282,14 +282,21 @@ class SSPReport:
         p = self.peak_bytes
         lines = [
             f"SSPReport (ratio {self.config.ratio:g}, optimizer {self.optimizer})",
-            f"  peak P = {_fmt_bytes(p)}: parameters {_fmt_bytes(self.param_bytes)}, batch {_fmt_bytes(self.batch_bytes)}, gradients "
-            f"{_fmt_bytes(self.grad_bytes)}, optimizer state {_fmt_bytes(self.optimizer_bytes)}, saved activations "
-            f"{_fmt_bytes(self.saved_bytes)}, backward transient {_fmt_bytes(self.transient_bytes)}",
-            f"  replaceable surface A_C+ = {_fmt_bytes(self.surface_bytes)} -> SSP = A_C+/P = {100 * self.ssp:.1f}% "
-            "(the most any Linear-input compression can take off the peak)",
-            f"  predicted: {len(self.accepted)}/{len(self.layers)} layers accepted, peak "
-            f"{_fmt_bytes(p)} -> {_fmt_bytes(self.predicted_peak)} (-{100 * self.predicted_reduction:.1f}%), "
-            f"step-time overhead ~{100 * self.predicted_overhead:+.1f}% of the Linears' FLOPs",
+            (
+                f"  peak P = {_fmt_bytes(p)}: parameters {_fmt_bytes(self.param_bytes)}, batch "
+                f"{_fmt_bytes(self.batch_bytes)}, gradients {_fmt_bytes(self.grad_bytes)}, optimizer state "
+                f"{_fmt_bytes(self.optimizer_bytes)}, saved activations {_fmt_bytes(self.saved_bytes)}, "
+                f"backward transient {_fmt_bytes(self.transient_bytes)}"
+            ),
+            (
+                f"  replaceable surface A_C+ = {_fmt_bytes(self.surface_bytes)} -> SSP = A_C+/P = {100 * self.ssp:.1f}% "
+                "(the most any Linear-input compression can take off the peak)"
+            ),
+            (
+                f"  predicted: {len(self.accepted)}/{len(self.layers)} layers accepted, peak "
+                f"{_fmt_bytes(p)} -> {_fmt_bytes(self.predicted_peak)} (-{100 * self.predicted_reduction:.1f}%), "
+                f"step-time overhead ~{100 * self.predicted_overhead:+.1f}% of the Linears' FLOPs"
+            ),
         ]
         bridged = [r for r in self.layers if not math.isnan(r.cos)]
         if bridged:
@@ -437,7 +444,7 @@ def _optimizer_state(model: nn.Module, optimizer: Any) -> tuple[int, str]:
     )
 
 
-def _state_bytes(params: list[Tensor], factor: int) -> int:
+def _state_bytes(params: Sequence[Tensor], factor: int) -> int:
     if factor == 0:
         return 0
     # per parameter: `factor` tensors like it, plus Adam's 0-d float32 step counter
@@ -521,12 +528,12 @@ def _walk(loss: Tensor, skip: set[_Key], skipped: list[tuple[Any, str]] | None =
         for a in names:
             try:
                 values.append((a, getattr(node, a)))
-            except Exception:  # noqa: BLE001 - freed or unreadable: nothing alive to count
+            except Exception:  # noqa: BLE001, S112 - freed or unreadable: nothing alive to count
                 continue
         if not names and hasattr(node, "saved_tensors"):  # Python autograd.Function / custom ops
             try:
                 values.append(("saved_tensors", tuple(node.saved_tensors)))
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110 - freed: nothing alive to count
                 pass
         for a, v in values:
             for t in v if isinstance(v, (tuple, list)) else (v,):
@@ -783,7 +790,7 @@ def _predict(
                 for n in names:
                     calls = [shp for shp in shapes.get(n, [])]
                     rows = sum(c[0] for c in calls)
-                    d = modules[n].in_features  # type: ignore[union-attr]
+                    d = int(modules[n].in_features)
                     item = x_of[n][0].element_size()
                     lows.append(_candidate_costs(d, rows, cfg.ratio, item))
                 if all(lo is not None for lo in lows) and nbytes[sid] - sum(lo for lo in lows if lo is not None) <= 0:
@@ -813,14 +820,14 @@ def _predict(
 
         # -- gradient bridge hooks: run while backward computes each layer's output gradient --------------
         bridge: dict[str, tuple[float, float, float, int]] = {}  # name -> (rel_error, eps, cos, stored bytes)
-        for n, calls in bridge_in.items():
+        for n, outs in bridge_in.items():
             if n not in codecs:
                 continue
-            for j, (out, x) in enumerate(calls):
-                grad_hooks.append(out.register_hook(_bridge_hook(n, j, x, codecs[n], bridge)))
+            for j, (out, x) in enumerate(outs):
+                grad_hooks.append(out.register_hook(_bridge_hook(n, j, x, codecs[n], bridge)))  # type: ignore[no-untyped-call]
         bridge_in.clear()
         del x_of
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         del loss
     finally:
         for h in grad_hooks:
@@ -834,7 +841,7 @@ def _predict(
             m.training = modes[n]
         torch.set_rng_state(cpu_rng)
         if cuda_rng is not None:
-            torch.cuda.set_rng_state_all(cuda_rng)  # type: ignore[no-untyped-call]
+            torch.cuda.set_rng_state_all(cuda_rng)
 
     # -- storage net savings, then the per-layer rows ------------------------------------------------------
     cost_of: dict[str, tuple[int, int]] = {}
@@ -875,24 +882,24 @@ def _predict(
         accepted = all(verdict[s][0] for s in sids)
         reason = "net saving" if accepted else next(verdict[s][1] for s in sids if not verdict[s][0])
         shared = tuple(sorted({m for s in sids for m in consumers[s] if m != n}))
-        co = tuple(sorted({o for s in sids for o in others.get(s, [])}))
+        co_names = tuple(sorted({o for s in sids for o in others.get(s, [])}))
         input_bytes = sum(nbytes[s] for s in sids)
         share = sum(nbytes[s] / len(consumers[s]) for s in sids)
         kw: dict[str, Any] = {}
-        codec = codecs.get(n)
-        if codec is not None and codec.config is not None:
-            c = codec.config
+        layer_codec = codecs.get(n)
+        if layer_codec is not None and layer_codec.config is not None:
+            c = layer_codec.config
             stored, basis = cost_of[n]
             rel, eps, cos = bridge.get(n, (math.nan, math.nan, math.nan, 0))[:3]
             kw = {
                 "rank": c.rank, "coef_dtype": c.coef,
                 "residual_density": c.k / min(c.block, lin.in_features) if c.k else 0.0,
                 "residual_bits": c.bits if c.k else None, "stored_bytes": stored, "basis_bytes": basis,
-                "net_saving": int(round(share)) - stored - basis, "rel_error": rel, "eps": eps,
+                "net_saving": round(share) - stored - basis, "rel_error": rel, "eps": eps,
                 "cos_bound": math.sqrt(max(0.0, 1.0 - eps * eps)) if not math.isnan(eps) else math.nan, "cos": cos,
                 "overhead_flops": sum(_overhead_flops(r_, d_, m_, c) for r_, d_, m_ in calls),
             }  # fmt: skip
-        rows_out.append(LayerPrediction(n, lin.in_features, lin.out_features, rows, input_bytes, shared, co,
+        rows_out.append(LayerPrediction(n, lin.in_features, lin.out_features, rows, input_bytes, shared, co_names,
                                         accepted, reason, **kw))  # fmt: skip
     storage_of = {n: tuple(s) for n, s in storages_of.items()}
     return SSPReport(

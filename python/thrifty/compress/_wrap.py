@@ -154,7 +154,7 @@ def _from_plan(model: nn.Module, plan: Any, ratio: float | None, layers: LayerSe
     modules = dict(model.named_modules())
     for n in names:
         if not isinstance(modules.get(n), nn.Linear):
-            raise ValueError(f"plan: layer {n!r} of the report is not an nn.Linear of this model")
+            raise ValueError(f"plan: layer {n!r} of the report is not an nn.Linear of this model")  # noqa: TRY004
     codecs = {n: c for n, c in plan._codecs.items() if n in names and c.config is not None and c.u is not None}
     return names, plan.config.ratio, codecs
 
