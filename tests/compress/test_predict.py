@@ -255,3 +255,22 @@ def test_report_views_and_plan() -> None:
         stac_r(model, plan="report")
     with pytest.raises(ValueError, match="not a candidate"):
         report.predicted_change(["nope"])
+
+
+def test_readme_predictor_example_and_docstrings_run(capsys: pytest.CaptureFixture[str]) -> None:
+    import doctest
+    import re
+    from pathlib import Path
+
+    from thrifty.compress import _predict
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Know before training: the Saved-Surface Predictor", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```py\n(.*?)```", section, re.DOTALL)
+    scope: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - the README example, run as written
+    assert "SSPReport" in capsys.readouterr().out
+    ssp = scope["ssp"]
+    assert isinstance(ssp, SSPReport) and ssp.accepted == ("2",)
+    result = doctest.testmod(_predict, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -633,8 +633,10 @@ def predict(
     >>> report = predict(model, x, optimizer="sgd")
     >>> 0 <= report.predicted_reduction <= report.ssp <= 1
     True
-    >>> report["1"].accepted, report["1"].reason   # fc2's input: only that Linear saves it
+    >>> report["2"].accepted, report["2"].reason   # its input (the GELU output) is saved by it alone
     (True, 'net saving')
+    >>> report["0"].reason                          # the first layer's input is the batch itself
+    'its input is the batch itself, which the caller keeps alive: compressing it frees nothing'
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
