@@ -151,7 +151,7 @@ def run_case(label: str, make: Callable[[], nn.Module], batch: tuple[torch.Tenso
     for ratio in ratios:
         t0 = time.perf_counter()
         report = predict(model, batch, loss_fn=loss_fn, optimizer="adamw",
-                         config=PredictConfig(ratio=ratio, plan_all=force is not None))  # fmt: skip
+                         config=PredictConfig(ratio=ratio, plan_all=tuple(force or ())))  # fmt: skip
         t_pred = time.perf_counter() - t0
         print(report, flush=True)
         plans: list[tuple[str, list[str] | None]] = [("accepted", None)]
@@ -200,6 +200,7 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--models", default="gpt2-medium,gpt2-large,pythia-1.4b,llama-3.2-mlp,qwen-2.5-mlp")
     ap.add_argument("--ratios", default="8,16")
+    ap.add_argument("--blocks", type=int, default=2, help="depth (blocks) of every model")
     ap.add_argument("--vocab", type=int, default=8192, help="GPT-2 vocabulary (50257 in GPT-2)")
     ap.add_argument("--rows", type=int, default=2048, help="tokens per batch (batch 2 x context)")
     args = ap.parse_args()
@@ -217,22 +218,22 @@ def main() -> int:
     for name in args.models.split(","):
         if name.startswith("gpt2"):
             d, h = (1024, 16) if name == "gpt2-medium" else (1280, 20)
-            cfg = GPTConfig(n_layer=2, n_embd=d // s, n_head=h // (4 if args.smoke else 1), block_size=t,
+            cfg = GPTConfig(n_layer=args.blocks, n_embd=d // s, n_head=h // (4 if args.smoke else 1), block_size=t,
                             vocab_size=args.vocab // s)  # fmt: skip
             idx = torch.randint(0, cfg.vocab_size, (2, t + 1), generator=gen)
             batch = (idx[:, :-1].to(dev), idx[:, 1:].to(dev))
-            out += run_case(f"{name}-shaped (2 blocks)", lambda cfg=cfg: GPT(cfg), batch, gpt_loss, ratios, dev)
+            out += run_case(f"{name}-shaped ({args.blocks} blk)", lambda cfg=cfg: GPT(cfg), batch, gpt_loss, ratios, dev)
         elif name == "pythia-1.4b":
             d = 2048 // s
             x = torch.randn(2, t, d, generator=gen).to(dev)
-            out += run_case("pythia-1.4b-shaped (2 blk)", lambda d=d: Stack([NeoXBlock(d, max(1, 16 // (4 if args.smoke else 1))) for _ in range(2)]),
+            out += run_case(f"pythia-1.4b-shaped ({args.blocks} blk)", lambda d=d: Stack([NeoXBlock(d, max(1, 16 // (4 if args.smoke else 1))) for _ in range(args.blocks)]),
                             (x,), stack_loss, ratios, dev)  # fmt: skip
         else:
             d, m = (2048, 8192) if name.startswith("llama") else (896, 4864)
             d, m = d // s, m // s
             x = torch.randn(2, t, d, generator=gen).to(dev)
-            force = [f"blocks.{i}.{p}" for i in range(2) for p in ("gate_proj", "up_proj")]
-            out += run_case(f"{name}-shaped SwiGLU (2)", lambda d=d, m=m: Stack([SwiGLUBlock(d, m) for _ in range(2)]),
+            force = [f"blocks.{i}.{p}" for i in range(args.blocks) for p in ("gate_proj", "up_proj")]
+            out += run_case(f"{name}-shaped SwiGLU ({args.blocks})", lambda d=d, m=m: Stack([SwiGLUBlock(d, m) for _ in range(args.blocks)]),
                             (x,), stack_loss, ratios[:1], dev, force=force)  # fmt: skip
     print("\nPREDICTED vs MEASURED peak reduction (positive = lower peak; measured on CPU = fixed terms + SavedBytesMeter peak)")
     print(head)

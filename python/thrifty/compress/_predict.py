@@ -58,17 +58,17 @@ class PredictConfig:
         The STAC-R stored-bytes ratio (as in :func:`~thrifty.compress.stac_r`).
     layers : None, str, iterable of str or callable
         The candidate layers, selected as ``stac_r(layers=...)`` does (None: every ``nn.Linear``).
-    plan_all : bool, default=False
-        Plan every candidate, also those certain to lose memory (the planner's cost for a wide layer is an
-        eigendecomposition of its ``d × d`` input Gram matrix). Needed to predict a forced wrapping of
-        such layers with :meth:`SSPReport.predicted_change`.
+    plan_all : bool or iterable of str, default=False
+        Plan every candidate (True) or these named ones, also when certain to lose memory (the planner's cost
+        for a wide layer is an eigendecomposition of its ``d × d`` input Gram matrix). Needed to predict a
+        forced wrapping of such layers with :meth:`SSPReport.predicted_change`.
     train : bool, default=True
         Run the dry run in training mode (dropout on); the modules' modes are restored afterwards.
     """
 
     ratio: float = 8.0
     layers: Any = None
-    plan_all: bool = False
+    plan_all: bool | tuple[str, ...] = False
     train: bool = True
 
 
@@ -396,7 +396,13 @@ def _config(config: Any) -> PredictConfig:
     else:
         raise TypeError(f"config: expected a PredictConfig, a dict, a ratio or None, got {type(config).__name__}")
     _checks.check_ratio(cfg.ratio)
-    _checks.check_bool("config.plan_all", cfg.plan_all)
+    if not isinstance(cfg.plan_all, bool):
+        if isinstance(cfg.plan_all, str) or not isinstance(cfg.plan_all, Iterable):
+            raise TypeError(f"config.plan_all: expected a bool or an iterable of layer names, got {type(cfg.plan_all).__name__}")
+        names = tuple(cfg.plan_all)
+        if not all(isinstance(n, str) for n in names):
+            raise TypeError("config.plan_all: expected layer names (str)")
+        cfg = PredictConfig(ratio=cfg.ratio, layers=cfg.layers, plan_all=names, train=cfg.train)
     _checks.check_bool("config.train", cfg.train)
     return cfg
 
@@ -787,7 +793,7 @@ def _predict(
         for sid, names in consumers.items():
             if sid in verdict:
                 continue
-            if not cfg.plan_all:  # certain net loss whatever the layout: do not pay for planning
+            if cfg.plan_all is not True:  # certain net loss whatever the layout: do not pay for planning
                 lows = []
                 for n in names:
                     calls = [shp for shp in shapes.get(n, [])]
@@ -804,7 +810,8 @@ def _predict(
         for i, n in enumerate(candidates):
             if n not in x_of:
                 continue
-            planable = all(verdict[s][0] or cfg.plan_all for s in storages_of[n])
+            forced = cfg.plan_all is True or (not isinstance(cfg.plan_all, bool) and n in cfg.plan_all)
+            planable = forced or all(verdict[s][0] for s in storages_of[n])
             if not planable:
                 continue
             lin = modules[n]
