@@ -77,6 +77,8 @@ def test_bad_config_and_loss() -> None:
         predict(model, x, config={"ratoi": 8})
     with pytest.raises(TypeError, match="plan_all"):
         predict(model, x, config=PredictConfig(plan_all="yes"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="plan_all"):
+        predict(model, x, config={"plan_all": [1]})
     with pytest.raises(ValueError, match="loss_fn: expected a scalar"):
         predict(model, x, loss_fn=lambda out: out)
     with pytest.raises(ValueError, match="does not require grad"):
