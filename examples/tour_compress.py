@@ -59,3 +59,29 @@ def run(output_dir: Path) -> None:
     print(f"Saved by the Linears (SavedBytesMeter): dense inputs {dense:,} B, stac_r factors {stored:,} B "
           f"-> {dense / stored:.1f}x smaller (bases, layer state: {state:,} B)")
     print(compression_report(comp))
+
+    # 3) Know before training: the Saved-Surface Predictor on one dry-run batch, beside the measured memory.
+    #    predict() walks the autograd graph by storage: SSP = A_C+/P bounds what Linear-input compression can
+    #    take off the peak P; layers whose input another op keeps alive, or whose compressed copy and basis
+    #    cost more than they free on this batch, are refused with the reason.
+    from thrifty.compress import SavedBytesMeter, predict
+
+    x, y = get_batch(train, 16, cfg.block_size, gen)
+    report = predict(model, (x, y), optimizer=opt)
+    print(report)
+
+    def saved_peak(m: torch.nn.Module) -> int:  # parameters and the batch are not activations
+        held = {t.untyped_storage().data_ptr() for t in [*m.parameters(), x, y]}
+        with SavedBytesMeter(exclude=lambda t: t.untyped_storage().data_ptr() in held) as meter:
+            loss = m(x, y)[1]
+        loss.backward()
+        m.zero_grad(set_to_none=True)
+        return meter.peak_bytes
+
+    base = saved_peak(model)
+    wrapped = stac_r(model, plan=report)  # exactly the accepted layers, with the report's plans and bases
+    comp = saved_peak(wrapped)
+    measured = (base - comp) / (report.fixed_bytes + base)
+    print(f"peak reduction: predicted {100 * report.predicted_reduction:.2f}%, measured {100 * measured:.2f}% "
+          f"(fixed terms + SavedBytesMeter: saved activations {base:,} B -> {comp:,} B); "
+          f"SSP upper bound {100 * report.ssp:.2f}%")

@@ -11,16 +11,17 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
   ``torch.compile``, ``torch.utils.checkpoint`` and DDP); ``exact=True`` reproduces the exact gradients.
 - :func:`compression_report` reads per layer stored vs dense bytes, rank, residual, captured energy and the
   gradient-error estimate ε with its cosine bound √(1−ε²).
-- :class:`SavedBytesMeter` measures what autograd saves (storage-deduplicated); :func:`backends` says which
-  kernels were built and run (C++ CPU kernels always, CUDA ones when compiled and a GPU is present).
-
+- :func:`predict` (the Saved-Surface Predictor) says before training, from one dry-run batch, how much of
+  the peak STAC-R can take off (``SSP = A_C⁺/P``), which layers to wrap and which to refuse and why, the
+  predicted reduction and overhead, and the gradient bridge; ``stac_r(model, plan=report)`` applies it.
 - :func:`compress_saved` compresses what any other op saves for backward (saved-tensor hooks, eager only,
   one copy per storage); :func:`galore_turbo` runs GaLore on the compressed Linears reusing STAC-R's factors.
+- :class:`SavedBytesMeter` measures what autograd saves (storage-deduplicated); :func:`backends` says which
+  kernels were built and run (C++ CPU kernels always, CUDA ones when compiled and a GPU is present).
 
 Requires ``torch`` (``pip install thrifty[torch]``).
 """
 
-# part 2 (issue 9): the generic saved-tensor path and GaLore Turbo
 from thrifty.compress._galore import (
     GaLoreAdamW,
     GaLoreProjector,
@@ -31,6 +32,7 @@ from thrifty.compress._hooks import SavedCompressor, compress_saved
 from thrifty.compress._kernels import backends
 from thrifty.compress._linear import CompressedLinear, LayerState
 from thrifty.compress._meter import SavedBytesMeter, StorageRecord
+from thrifty.compress._predict import LayerPrediction, PredictConfig, SSPReport, predict
 from thrifty.compress._report import CompressionReport, LayerReport, compression_report
 from thrifty.compress._wrap import stac_r, unwrap
 
@@ -39,8 +41,11 @@ __all__ = [
     "CompressionReport",
     "GaLoreAdamW",
     "GaLoreProjector",
+    "LayerPrediction",
     "LayerReport",
     "LayerState",
+    "PredictConfig",
+    "SSPReport",
     "SavedBytesMeter",
     "SavedCompressor",
     "StorageRecord",
@@ -49,6 +54,7 @@ __all__ = [
     "compress_saved",
     "compression_report",
     "galore_turbo",
+    "predict",
     "stac_r",
     "unwrap",
 ]

@@ -23,9 +23,10 @@ _EXPERT = ("rank", "residual_density", "residual_bits", "coef_dtype", "refresh_e
 
 def stac_r(
     model: M,
-    ratio: float = 8,
+    ratio: float | None = None,
     layers: LayerSelector = None,
     *,
+    plan: Any = None,
     rank: PerLayer = None,
     residual_density: PerLayer = None,
     residual_bits: PerLayer = None,
@@ -49,6 +50,10 @@ def stac_r(
     ratio : float > 1, default=8
         Target stored-bytes ratio per layer (dense input bytes / stored bytes). Each layer plans rank,
         coefficient precision and residual from the spectrum of its first batch.
+    plan : SSPReport, optional
+        A report of :func:`~thrifty.compress.predict` on this model: wrap exactly the layers it accepts,
+        with the ratio, layouts and bases it planned on its dry-run batch (no planning at the first step).
+        Excludes ``layers`` and the expert overrides; ``ratio``, if given, must equal the report's.
     layers : None, str, iterable of str, or callable(name, module) -> bool, default=None
         Which layers: None = every ``nn.Linear`` (except the output projection inside
         ``nn.MultiheadAttention``, whose forward is never called); names or ``fnmatch`` glob patterns
@@ -98,7 +103,11 @@ def stac_r(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
-    ratio_value = _checks.check_ratio(ratio)
+    planned: dict[str, Any] = {}
+    if plan is not None:
+        layers, ratio, planned = _from_plan(model, plan, ratio, layers, rank, residual_density, residual_bits,
+                                            coef_dtype, refresh_every, exact)  # fmt: skip
+    ratio_value = _checks.check_ratio(8 if ratio is None else ratio)
     _checks.check_bool("exact", exact)
     _checks.check_bool("stochastic", stochastic)
     _checks.check_bool("inplace", inplace)
@@ -122,8 +131,32 @@ def stac_r(
         wrapped = CompressedLinear(layer, ratio_value, exact=exact, stochastic=stochastic, seed=seed_value,
                                    layer_index=i, name=name, **kwargs)  # fmt: skip
         wrapped.train(layer.training)
+        if name in planned:  # the report's layout and basis, planned on its dry-run batch
+            wrapped.codec.config = planned[name].config
+            wrapped.codec.u = planned[name].u.clone()
         _replace(target, layer, wrapped)
     return target
+
+
+def _from_plan(model: nn.Module, plan: Any, ratio: float | None, layers: LayerSelector, *expert: Any) -> tuple[list[str], float, dict[str, Any]]:
+    """The layers, ratio and per-layer codecs of an SSPReport (``stac_r(plan=report)``)."""
+    from thrifty.compress._predict import SSPReport
+
+    if not isinstance(plan, SSPReport):
+        raise TypeError(f"plan: expected an SSPReport from thrifty.compress.predict, got {type(plan).__name__}")
+    if layers is not None or any(v is not None and v is not False for v in expert):
+        raise ValueError("plan: cannot be combined with layers, exact or the expert overrides (the report decides them)")
+    if ratio is not None and float(ratio) != plan.config.ratio:
+        raise ValueError(f"ratio: {ratio} differs from the plan's ratio {plan.config.ratio:g}")
+    names = list(plan.accepted)
+    if not names:
+        raise ValueError("plan: the report accepts no layer (nothing would lower the peak); see print(report)")
+    modules = dict(model.named_modules())
+    for n in names:
+        if not isinstance(modules.get(n), nn.Linear):
+            raise ValueError(f"plan: layer {n!r} of the report is not an nn.Linear of this model")  # noqa: TRY004
+    codecs = {n: c for n, c in plan._codecs.items() if n in names and c.config is not None and c.u is not None}
+    return names, plan.config.ratio, codecs
 
 
 def unwrap(model: M, *, inplace: bool = False) -> M:
