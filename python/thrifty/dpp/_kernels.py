@@ -9,7 +9,8 @@ projection DPP of rank m on the data). Never an n×n matrix.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Literal, Union
+from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +34,7 @@ from thrifty.dpp._projection import ProjectionDPP
 
 Kernel = Literal["haar", "ope", "daubechies"]
 Split = Literal["volume", "quantile"]
-Density = Union[None, str, Callable[[npt.NDArray[np.float64]], Any], npt.ArrayLike]
+Density = None | str | Callable[[npt.NDArray[np.float64]], Any] | npt.ArrayLike
 F64 = npt.NDArray[np.float64]
 
 

@@ -69,7 +69,9 @@ pub fn kmeans_plusplus<T: Real>(
         // are evaluated in parallel, each against the candidates its radius does not rule out,
         // with GEMM tiles; the per-list results are combined in list order.
         let cx_all: Vec<T> = cands.iter().flat_map(|&q| row(q).iter().copied()).collect();
-        let per_list: Vec<(Vec<f64>, Vec<Vec<(u32, f64)>>)> = members
+        // per list: the potential each candidate removes, and the (point, distance) pairs it takes over
+        type ListGains = (Vec<f64>, Vec<Vec<(u32, f64)>>);
+        let per_list: Vec<ListGains> = members
             .par_iter()
             .enumerate()
             .map_init(
