@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "inference"))
 from inference_designs import null_design
+
 from thrifty.inference import GateWarning, subspace_test
 
 DESIGNS = ("iid", "decaying", "single-factor")

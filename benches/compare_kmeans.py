@@ -29,7 +29,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from sklearn.cluster import KMeans

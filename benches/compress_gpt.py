@@ -53,6 +53,8 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
+from tiny_gpt import GPT, GPTConfig, evaluate, get_batch, load_corpus, make_optimizer
+
 from thrifty.compress import (
     SavedBytesMeter,
     _kernels,
@@ -60,7 +62,6 @@ from thrifty.compress import (
     unwrap,
 )
 from thrifty.compress._codec import LayerCodec
-from tiny_gpt import GPT, GPTConfig, evaluate, get_batch, load_corpus, make_optimizer
 
 METHODS = ("STAC-R", "SVD", "random")
 

@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 from sklearn.cross_decomposition import PLSRegression
+
 from thrifty.inference import GateWarning, component_tests, subspace_test
 
 

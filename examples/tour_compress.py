@@ -16,8 +16,9 @@ def run(output_dir: Path) -> None:
     sys.path.insert(0, str(here))
     sys.path.insert(0, str(here.parent / "benches"))
     from compress_gpt import Capture, Frontier, measure_saved
-    from thrifty.compress import compression_report, stac_r
     from tiny_gpt import GPT, GPTConfig, get_batch, load_corpus, make_optimizer
+
+    from thrifty.compress import compression_report, stac_r
 
     torch.manual_seed(0)
     cfg = GPTConfig(n_layer=2, n_embd=128, n_head=4, block_size=64)

@@ -10,6 +10,11 @@ if ! command -v cargo >/dev/null 2>&1; then
   if [ -x "$HOME/.cargo/bin/cargo" ]; then export PATH="$HOME/.cargo/bin:$PATH"; else
     echo "setup: cargo not found; install Rust (rustup) first" >&2; exit 1; fi
 fi
+# scripts/test.sh runs `cargo fmt --check` and `cargo clippy`: add those components when rustup manages the toolchain
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  { command -v rustup >/dev/null 2>&1 && rustup component add rustfmt clippy >/dev/null 2>&1; } \
+    || echo "setup: rustfmt/clippy missing (rustup component add rustfmt clippy); scripts/test.sh needs them" >&2
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -19,7 +24,7 @@ want="$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q "maturin>=1.5,<2" numpy scipy scikit-learn tqdm threadpoolctl \
-      pytest hypothesis mypy matplotlib rdata "dask[array]" distributed joblib
+      pytest hypothesis mypy ruff matplotlib rdata "dask[array]" distributed joblib
   echo "$want" > "$stamp"
 fi
 # ---- thrifty.compress (issue 8): torch and the C++/CUDA kernel toolchain, all from PyPI ----------------

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite, every layer: Rust core (cargo test), type checks (mypy --strict on the
-# package), Python API (pytest + hypothesis). Sets itself up first (scripts/setup.sh).
+# The whole test suite, every layer: lints (cargo fmt, clippy, ruff), Rust core (cargo test), type
+# checks (mypy --strict on the package), Python API (pytest + hypothesis). Sets itself up first
+# (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # thrifty.compress: the CUDA kernels must compile here too (nvcc from PyPI; no GPU needed), so a CUDA
@@ -8,6 +9,12 @@ cd "$(dirname "$0")/.."
 export THRIFTY_REQUIRE_CUDA=1
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+
+# --- lint gate (issue 10, item 20): formatting, clippy and ruff must be clean ---------------------
+echo "== lint: cargo fmt --check, cargo clippy -D warnings, ruff check =="
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -q -- -D warnings
+.venv/bin/python -m ruff check python tests benches examples
 
 echo "== cargo test (Rust core) =="
 cargo test --release -p thrifty-core -q 2>&1 | tail -n 25

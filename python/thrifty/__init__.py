@@ -22,7 +22,11 @@ from thrifty._core import __version__
 from thrifty._show_versions import show_versions
 
 if TYPE_CHECKING:
-    from thrifty import cluster, compress, dpp, inference
+    # redundant aliases: explicit re-exports for type checkers (the runtime import is lazy, below)
+    from thrifty import cluster as cluster
+    from thrifty import compress as compress
+    from thrifty import dpp as dpp
+    from thrifty import inference as inference
 
 _SUBMODULES = ("cluster", "compress", "dpp", "inference")
 

@@ -68,11 +68,17 @@ def check_n_jobs(n_jobs: int | None) -> int | None:
 
 
 def check_finite_matrix(
-    a: Any, name: str, dtype: type[np.floating[Any]] | None = np.float64, *, min_rows: int = 1
+    a: Any,
+    name: str,
+    dtype: type[np.floating[Any]] | None = np.float64,
+    *,
+    min_rows: int = 1,
+    finite: bool = True,
 ) -> npt.NDArray[Any]:
     """Return ``a`` as a C-contiguous 2-D float array, or raise a ``ValueError``/``TypeError`` naming ``name``.
 
-    ``dtype=None`` keeps float32/float64 as given (other inputs become float64).
+    ``dtype=None`` keeps float32/float64 as given (other inputs become float64). ``finite=False``
+    leaves the NaN/inf check to the Rust core (same message there, one pass less over large arrays).
     """
     arr = np.asarray(a)
     if arr.dtype.kind in "OUSV" or np.iscomplexobj(arr):
@@ -85,8 +91,9 @@ def check_finite_matrix(
         target = arr.dtype if arr.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     else:
         target = np.dtype(dtype)
-    out = np.ascontiguousarray(arr, dtype=target)
-    if not np.isfinite(out).all():
+    # aligned too: arrays unpickled from another process (a Dask worker) can be unaligned
+    out = np.require(arr, dtype=target, requirements=["C", "A"])
+    if finite and not np.isfinite(out).all():
         raise ValueError(f"{name} contains NaN or infinity")
     return out
 
@@ -106,9 +113,84 @@ def check_finite_vector(a: Any, name: str, length: int | None = None) -> npt.NDA
     return out
 
 
+def from_pandas(a: Any, name: str = "the input", *, strict: bool = False) -> Any:
+    """pandas objects as float NumPy arrays, like scikit-learn; anything else is returned unchanged.
+
+    Nullable integer/float/boolean dtypes and ``pd.NA`` become NaN (which the finiteness checks then
+    reject naming the argument). ``strict=True`` (:mod:`thrifty.dpp`): only pandas objects are
+    converted, float32 frames stay float32 and a non-numeric column raises a ``TypeError`` naming
+    ``name``. ``strict=False`` (:mod:`thrifty.inference`): any object with a pandas-like
+    ``to_numpy(dtype=, na_value=)`` becomes float64; when that conversion fails (non-numeric
+    columns) the object is returned unchanged so that the generic dtype check names the argument.
+    """
+    if isinstance(a, np.ndarray) or not hasattr(a, "to_numpy"):
+        return a
+    if not strict:
+        if not (hasattr(a, "dtypes") or hasattr(a, "dtype")):
+            return a
+        try:
+            return a.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            return a
+    if not type(a).__module__.startswith("pandas"):
+        return a
+    import importlib
+
+    ptypes: Any = importlib.import_module("pandas.api.types")
+    is_bool_dtype, is_numeric_dtype = ptypes.is_bool_dtype, ptypes.is_numeric_dtype
+    dtypes = list(a.dtypes) if hasattr(a, "columns") else [a.dtype]
+    for dt in dtypes:
+        if not (is_numeric_dtype(dt) or is_bool_dtype(dt)) or str(dt).startswith("complex"):
+            raise TypeError(f"{name} must hold real numbers; it has a column of dtype {dt}")
+    target = np.float32 if dtypes and all(str(dt) in ("float32", "Float32") for dt in dtypes) else np.float64
+    return a.to_numpy(dtype=target, na_value=np.nan)
+
+
+F64Array = npt.NDArray[np.float64]
+
+
+def check_sample_weight(sample_weight: Any, n: int) -> F64Array | None:
+    """``None``, or non-negative finite float64 weights of length ``n`` with a positive sum."""
+    if sample_weight is None:
+        return None
+    w = check_finite_vector(sample_weight, "sample_weight", length=n)
+    if (w < 0).any():
+        raise ValueError("sample_weight must be non-negative")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight must have a positive sum")
+    return w
+
+
+def check_xy(
+    X: Any, y: Any, sample_weight: Any, allow_multi: bool = False
+) -> tuple[F64Array, F64Array, F64Array | None]:
+    """Supervised data as float64 arrays (pandas accepted): X (n, p), y (n,) — or (n, m) with
+    ``allow_multi`` — not constant, and checked weights. Errors name the argument."""
+    X, y, sample_weight = from_pandas(X), from_pandas(y), from_pandas(sample_weight)
+    x = check_finite_matrix(X, "X", np.float64, min_rows=1)
+    yv = np.asarray(y)
+    if yv.ndim == 2 and yv.shape[1] == 1:
+        yv = yv[:, 0]
+    if yv.ndim == 2 and yv.shape[1] > 1 and allow_multi:
+        ym = check_finite_matrix(yv, "y", np.float64, min_rows=1)
+        if ym.shape[0] != x.shape[0]:
+            raise ValueError(f"X and y have different lengths: X has {x.shape[0]} rows, y has {ym.shape[0]}")
+        if np.all(np.ptp(ym, axis=0) == 0.0):
+            raise ValueError("every column of y is constant (zero variance); there is nothing to predict")
+        return x, ym, check_sample_weight(sample_weight, x.shape[0])
+    yarr = check_finite_vector(yv, "y")
+    if yarr.shape[0] != x.shape[0]:
+        raise ValueError(f"X and y have different lengths: X has {x.shape[0]} rows, y has {yarr.shape[0]} values")
+    if np.ptp(yarr) == 0.0:
+        raise ValueError("y is constant (zero variance); there is nothing to predict")
+    # copies are never modified; C-contiguous float64 copies made above only when needed
+    return x, yarr, check_sample_weight(sample_weight, x.shape[0])
+
+
 # ------------------------------------------------------------------------------------------------
-# inference helpers (thrifty.inference): scalar checks that name the argument, allocation budgets,
-# the inference n_jobs cap and exact power-of-two rescaling for badly scaled data
+# scalar checks that name the argument, memory budgets, the capped n_jobs and exact power-of-two
+# rescaling for badly scaled data (thrifty.inference; memory and n_jobs also thrifty.dpp and
+# thrifty.cluster)
 
 
 def check_int(value: Any, name: str, minimum: int) -> int:
@@ -133,7 +215,8 @@ def check_float(value: Any, name: str, low: float, high: float, *, open_low: boo
     return v
 
 
-def _physical_memory() -> int:
+def physical_memory() -> int:
+    """Bytes of physical memory: the most any single allocation a user's sizes ask for may take."""
     try:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
@@ -144,7 +227,7 @@ def check_allocation(name: str, count: int, bytes_each: int) -> None:
     """Refuse (``ValueError`` naming ``name``) a size whose arrays would not fit in physical memory,
     before anything is allocated."""
     need = count * bytes_each
-    have = _physical_memory()
+    have = physical_memory()
     if need > have:
         raise ValueError(
             f"{name}={count} needs about {need / 2**30:.3g} GiB, more than this machine's memory "
@@ -152,12 +235,16 @@ def check_allocation(name: str, count: int, bytes_each: int) -> None:
         )
 
 
-def check_inference_n_jobs(n_jobs: Any) -> int | None:
+def check_n_jobs_capped(n_jobs: Any) -> int | None:
     """:func:`check_n_jobs` capped at the CPU count (more threads than cores only slows the core)."""
     jobs = check_n_jobs(n_jobs)
     if jobs is None:
         return None
     return min(jobs, os.cpu_count() or 1)
+
+
+# the name thrifty.inference imports
+check_inference_n_jobs = check_n_jobs_capped
 
 
 def power_of_two_scale(a: npt.NDArray[np.float64], axis: int | None = None) -> npt.NDArray[np.float64]:

@@ -14,6 +14,7 @@ import pytest
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 from threadpoolctl import threadpool_limits
+
 from thrifty.cluster import HartiganKMeans
 
 

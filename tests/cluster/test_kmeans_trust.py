@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
+
 from thrifty.cluster import HartiganKMeans, _hartigan
 
 X: np.ndarray = make_blobs(300, n_features=4, centers=5, random_state=0)[0]

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+
 from thrifty.compress import _kernels
 from thrifty.compress._codec import CodecStats, LayerCodec, LayerConfig, plan_layer
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
+from torch import nn
+
 from thrifty.compress import CompressedLinear, compression_report, stac_r, unwrap
 from thrifty.compress import _kernels as K
-from torch import nn
 
 pytestmark = pytest.mark.skipif(not K.backends()["cpu"], reason="thrifty._stac_cpu is not built")
 

@@ -15,10 +15,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F
+from torch import nn
+
 from thrifty.compress import CompressedLinear, compression_report, stac_r
 from thrifty.compress import _kernels as K
 from thrifty.compress._linear import stac_linear
-from torch import nn
 
 pytestmark = pytest.mark.skipif(not K.backends()["cpu"], reason="thrifty._stac_cpu is not built")
 

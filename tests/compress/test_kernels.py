@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from thrifty.compress import _kernels as K
 from thrifty.compress import _reference as ref
 

@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("hypothesis")
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from thrifty.compress import CompressedLinear, SavedBytesMeter
 from thrifty.compress import _kernels as K
 from thrifty.compress._linear import stac_linear
@@ -270,7 +271,7 @@ def test_stochastic_rounding_is_keyed_by_seed_and_step() -> None:
         layer = CompressedLinear(base, rank=4, residual_density=1 / 8, residual_bits=4, stochastic=stochastic,
                                  seed=seed)  # fmt: skip
         out = []
-        for step in range(2):
+        for _ in range(2):
             base.weight.grad = None
             layer(_structured(128, 64, 10, 0.5, 92)).square().sum().backward()  # the same batch twice
             out.append(base.weight.grad.clone())

@@ -6,6 +6,7 @@ import gc
 
 import pytest
 import torch
+
 from thrifty.compress._meter import SavedBytesMeter
 
 

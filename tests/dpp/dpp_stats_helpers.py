@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.decomposition import PCA
+
 from thrifty.inference import (
     GateWarning,
     SubspaceTestResult,

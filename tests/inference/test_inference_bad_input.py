@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from thrifty import _core
 from thrifty.inference import (
     ConstantColumnWarning,

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 from inference_designs import DESIGNS, null_design
+
 from thrifty.inference import GateWarning, subspace_test
 
 ALPHA = 0.05

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from thrifty.inference import (
     PLSInference,
     check_gate,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from inference_invariance_ref import criterion, reference_varimax
+
 from thrifty.inference import subspace_test, varimax
 
 SET = settings(max_examples=25, deadline=None)
@@ -51,8 +53,6 @@ def test_varimax_rotation_leaves_pls_test_unchanged(seed, k):
     s2 = subspace_test(X, y, n_components=k, learner="spca", n_splits=6, random_state=seed, force=True, rotate="varimax")
     np.testing.assert_allclose(s.r, s2.r, atol=1e-10)
 
-
-from inference_invariance_ref import criterion, reference_varimax
 
 
 @SET

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from inference_reference import heldout_r_pls2, nb_statistic
 from sklearn.cross_decomposition import PLSRegression
+
 from thrifty.inference import PLSInference, subspace_test
 
 

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+
 from thrifty.inference import GateWarning, PLSInference, datasets, subspace_test
 
 

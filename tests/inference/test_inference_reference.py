@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from inference_reference import heldout_r, nb_statistic
 from sklearn.cross_decomposition import PLSRegression
+
 from thrifty import _core
 from thrifty.inference import PLSInference, subspace_test
 

@@ -15,6 +15,7 @@ from sklearn.cross_decomposition import PLSRegression
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectKBest, f_regression
+
 from thrifty.inference import (
     GateWarning,
     PLSInference,

@@ -6,7 +6,7 @@ import numbers
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -25,9 +25,9 @@ from sklearn.utils.validation import (
 )
 
 from thrifty import _core
-from thrifty._validation import RandomState, check_n_jobs, seed_from_random_state
+from thrifty._validation import RandomState, check_n_jobs, physical_memory, seed_from_random_state
 
-InitType = Union[Literal["k-means++", "random"], npt.ArrayLike, Callable[..., Any]]
+InitType = Literal["k-means++", "random"] | npt.ArrayLike | Callable[..., Any]
 
 
 def _canonical_csr(X: Any) -> Any:
@@ -61,11 +61,8 @@ def _all_finite(X: Any) -> bool:
     return bool(np.isfinite(X.data if sp.issparse(X) else X).all())
 
 
-def _physical_memory() -> int:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 1 << 40
+# the budget of _check_memory (a module-level name, so tests can lower it)
+_physical_memory = physical_memory
 
 
 def _fit_bytes_per_cluster(n_features: int, itemsize: int) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numbers
-import os
 import sys
 import time
 import warnings
@@ -13,7 +12,13 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from thrifty._validation import check_finite_matrix, check_finite_vector, check_n_jobs
+from thrifty._validation import (
+    check_finite_matrix,
+    check_finite_vector,
+    check_n_jobs_capped,
+    from_pandas,
+    physical_memory,
+)
 
 T = TypeVar("T")
 FloatArray = npt.NDArray[np.floating[Any]]
@@ -61,12 +66,8 @@ def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = 
     return v
 
 
-def memory_budget() -> int:
-    """Bytes of physical memory (the most any single result may take)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 2**40
+# the budget of check_result_size (a module-level name, so tests can lower it)
+memory_budget = physical_memory
 
 
 def check_result_size(count: int, width: int, name: str, *, itemsize: int = 8, what: str = "the result") -> None:
@@ -81,34 +82,13 @@ def check_result_size(count: int, width: int, name: str, *, itemsize: int = 8, w
         )
 
 
-def check_jobs(n_jobs: Any) -> int | None:
-    """scikit-learn's ``n_jobs`` as a thread count, capped at the number of CPUs."""
-    nj = check_n_jobs(n_jobs)
-    return None if nj is None else max(1, min(nj, os.cpu_count() or 1))
-
-
-def _pandas_to_numpy(a: Any, name: str) -> Any:
-    """A pandas DataFrame/Series as a float ndarray, like scikit-learn: nullable integer/float/
-    boolean columns and ``pd.NA`` become float64 with NaN (so the finiteness check names the
-    argument); non-numeric columns raise a TypeError naming the argument."""
-    mod = type(a).__module__
-    if not mod.startswith("pandas") or not hasattr(a, "to_numpy"):
-        return a
-    import importlib
-
-    ptypes: Any = importlib.import_module("pandas.api.types")
-    is_bool_dtype, is_numeric_dtype = ptypes.is_bool_dtype, ptypes.is_numeric_dtype
-    dtypes = list(a.dtypes) if hasattr(a, "columns") else [a.dtype]
-    for dt in dtypes:
-        if not (is_numeric_dtype(dt) or is_bool_dtype(dt)) or str(dt).startswith("complex"):
-            raise TypeError(f"{name} must hold real numbers; it has a column of dtype {dt}")
-    target = np.float32 if dtypes and all(str(dt) in ("float32", "Float32") for dt in dtypes) else np.float64
-    return a.to_numpy(dtype=target, na_value=np.nan)
+# scikit-learn's ``n_jobs`` as a thread count, capped at the number of CPUs
+check_jobs = check_n_jobs_capped
 
 
 def as_array(a: Any, name: str) -> Any:
     """Array-likes as NumPy arrays, pandas objects (nullable dtypes, booleans, pd.NA) included."""
-    return _pandas_to_numpy(a, name)
+    return from_pandas(a, name, strict=True)
 
 
 def check_positive_float(value: Any, name: str, *, allow_zero: bool = False) -> float:
@@ -126,25 +106,12 @@ def check_matrix(a: Any, name: str, *, finite: bool = True) -> FloatArray:
     ``finite=False`` leaves the NaN/inf check to the Rust core (same message, one pass less over
     large arrays).
     """
-    a = as_array(a, name)
-    if finite:
-        return check_finite_matrix(a, name, dtype=None)
-    arr = np.asarray(a)
-    if arr.dtype.kind in "OUSV" or np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got {arr.ndim}-D with shape {arr.shape}")
-    if arr.shape[0] < 1 or arr.shape[1] == 0:
-        raise ValueError(f"{name} must have at least 1 row(s) and 1 column, got shape {arr.shape}")
-    target = arr.dtype if arr.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    # Aligned too: arrays unpickled from another process (e.g. a Dask worker) can be unaligned.
-    out: FloatArray = np.require(arr, dtype=target, requirements=["C", "A"])
-    return out
+    return check_finite_matrix(as_array(a, name), name, dtype=None, finite=finite)
 
 
 def check_matrix64(a: Any, name: str) -> npt.NDArray[np.float64]:
     """A C-contiguous float64 array."""
-    out: npt.NDArray[np.float64] = np.asarray(check_finite_matrix(as_array(a, name), name, dtype=np.float64), dtype=np.float64)
+    out: npt.NDArray[np.float64] = check_finite_matrix(as_array(a, name), name, dtype=np.float64)
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +34,7 @@ from thrifty.dpp._projection import ProjectionDPP
 
 Kernel = Literal["haar", "ope", "daubechies"]
 Split = Literal["volume", "quantile"]
-Density = Union[None, str, Callable[[npt.NDArray[np.float64]], Any], npt.ArrayLike]
+Density = None | str | Callable[[npt.NDArray[np.float64]], Any] | npt.ArrayLike
 F64 = npt.NDArray[np.float64]
 
 

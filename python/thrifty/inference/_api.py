@@ -22,6 +22,9 @@ from thrifty._validation import (
     check_float,
     check_inference_n_jobs,
     check_int,
+    check_sample_weight,
+    check_xy,
+    from_pandas,
     power_of_two_scale,
     seed_from_random_state,
 )
@@ -35,6 +38,9 @@ from thrifty.inference._results import (
     SubspaceTestResult,
     VarimaxResult,
 )
+
+# the shared checks (thrifty._validation) under this module's names
+_from_pandas, _check_xy, _check_weights = from_pandas, check_xy, check_sample_weight
 
 Method = Literal["auto", "nb", "nb-permutation", "cv-permutation-q2", "permutation-score", "jackknife"]
 Backend = Literal["local", "joblib", "dask"]
@@ -67,52 +73,6 @@ def _scaled_by_power_of_two(a: FloatArray, axis: int | None = 0) -> FloatArray:
 
 # ------------------------------------------------------------------------------------------------
 # validation helpers
-
-
-def _from_pandas(a: Any) -> Any:
-    """pandas objects (nullable Int/Float/boolean dtypes, pd.NA) as float64 arrays with NaN for
-    missing values, which the finiteness checks then reject by name; anything else unchanged."""
-    if hasattr(a, "to_numpy") and (hasattr(a, "dtypes") or hasattr(a, "dtype")) and not isinstance(a, np.ndarray):
-        try:
-            return a.to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError):
-            return a  # non-numeric columns: the generic check names the argument
-    return a
-
-
-def _check_xy(
-    X: Any, y: Any, sample_weight: Any, allow_multi: bool = False
-) -> tuple[FloatArray, FloatArray, FloatArray | None]:
-    X, y, sample_weight = _from_pandas(X), _from_pandas(y), _from_pandas(sample_weight)
-    x = check_finite_matrix(X, "X", np.float64, min_rows=1)
-    yv = np.asarray(y)
-    if yv.ndim == 2 and yv.shape[1] == 1:
-        yv = yv[:, 0]
-    if yv.ndim == 2 and yv.shape[1] > 1 and allow_multi:
-        ym = check_finite_matrix(yv, "y", np.float64, min_rows=1)
-        if ym.shape[0] != x.shape[0]:
-            raise ValueError(f"X and y have different lengths: X has {x.shape[0]} rows, y has {ym.shape[0]}")
-        if np.all(np.ptp(ym, axis=0) == 0.0):
-            raise ValueError("every column of y is constant (zero variance); there is nothing to predict")
-        return x, ym, _check_weights(sample_weight, x.shape[0])
-    yarr = check_finite_vector(yv, "y")
-    if yarr.shape[0] != x.shape[0]:
-        raise ValueError(f"X and y have different lengths: X has {x.shape[0]} rows, y has {yarr.shape[0]} values")
-    if np.ptp(yarr) == 0.0:
-        raise ValueError("y is constant (zero variance); there is nothing to predict")
-    # copies are never modified; C-contiguous float64 copies made above only when needed
-    return x, yarr, _check_weights(sample_weight, x.shape[0])
-
-
-def _check_weights(sample_weight: Any, n: int) -> FloatArray | None:
-    if sample_weight is None:
-        return None
-    w = check_finite_vector(sample_weight, "sample_weight", length=n)
-    if (w < 0).any():
-        raise ValueError("sample_weight must be non-negative")
-    if not w.sum() > 0:
-        raise ValueError("sample_weight must have a positive sum")
-    return w
 
 
 def _warn_constant_columns(x: FloatArray) -> None:

@@ -77,7 +77,8 @@ pub fn full_q_seq(a: MatRef<'_, f64>) -> Mat<f64> {
     let mut mem = MemBuffer::new(factor::qr_in_place_scratch::<f64>(m, n, bs, Par::Seq, Default::default()));
     factor::qr_in_place(qr.as_mut(), coeff.as_mut(), Par::Seq, MemStack::new(&mut mem), Default::default());
     let mut q = Mat::<f64>::identity(m, m);
-    let mut mem = MemBuffer::new(householder::apply_block_householder_sequence_on_the_left_in_place_scratch::<f64>(m, bs, m));
+    let mut mem =
+        MemBuffer::new(householder::apply_block_householder_sequence_on_the_left_in_place_scratch::<f64>(m, bs, m));
     householder::apply_block_householder_sequence_on_the_left_in_place_with_conj(
         qr.as_ref().subcols(0, m.min(n)),
         coeff.as_ref(),
@@ -125,4 +126,96 @@ pub fn dot_mixed<T: crate::scalar::Real>(a: &[T], b: &[f64]) -> f64 {
         tot += a[k].as_f64() * b[k];
     }
     tot
+}
+
+// ---- small dense helpers on row-major f64 data (inference) ----
+// Fixed summation orders: results are bit-for-bit reproducible on any thread count and machine.
+
+/// Xᵀv for row-major X (n×p).
+pub fn xt_v(x: &[f64], n: usize, p: usize, v: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; p];
+    for i in 0..n {
+        let vi = v[i];
+        if vi != 0.0 {
+            for (o, &xv) in out.iter_mut().zip(&x[i * p..(i + 1) * p]) {
+                *o += vi * xv;
+            }
+        }
+    }
+    out
+}
+
+/// Xv for row-major X (n×p).
+pub fn x_v(x: &[f64], n: usize, p: usize, v: &[f64]) -> Vec<f64> {
+    (0..n).map(|i| dot(&x[i * p..(i + 1) * p], v)).collect()
+}
+
+#[inline]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    // eight independent accumulators over exact chunks: vectorises and keeps a fixed summation order
+    let mut acc = [0.0f64; 8];
+    let ca = a.chunks_exact(8);
+    let cb = b.chunks_exact(8);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
+    }
+    s
+}
+
+/// OLS of `y` on the columns of `s` (each of length n) without intercept (inputs are centred),
+/// by modified Gram–Schmidt. Returns β, or `None` if the columns are (numerically) dependent.
+pub fn ols(s: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
+    let k = s.len();
+    let mut q: Vec<Vec<f64>> = Vec::with_capacity(k);
+    let mut r = vec![0.0; k * k];
+    for a in 0..k {
+        let mut v = s[a].clone();
+        let norm0 = dot(&v, &v).sqrt();
+        for b in 0..a {
+            let c = dot(&q[b], &v);
+            r[b * k + a] = c;
+            for (vi, qi) in v.iter_mut().zip(&q[b]) {
+                *vi -= c * qi;
+            }
+        }
+        let nrm = dot(&v, &v).sqrt();
+        if !(nrm > 1e-10 * norm0) || nrm == 0.0 {
+            return None;
+        }
+        r[a * k + a] = nrm;
+        v.iter_mut().for_each(|x| *x /= nrm);
+        q.push(v);
+    }
+    let qty: Vec<f64> = q.iter().map(|qa| dot(qa, y)).collect();
+    let mut beta = vec![0.0; k];
+    for a in (0..k).rev() {
+        let mut acc = qty[a];
+        for b in a + 1..k {
+            acc -= r[a * k + b] * beta[b];
+        }
+        beta[a] = acc / r[a * k + a];
+    }
+    Some(beta)
+}
+
+/// Inverse of an upper-triangular k×k matrix (row-major; the strict lower part is ignored).
+pub fn invert_upper(u: &[f64], k: usize) -> Vec<f64> {
+    let mut inv = vec![0.0; k * k];
+    for col in 0..k {
+        for row in (0..=col).rev() {
+            let mut acc = if row == col { 1.0 } else { 0.0 };
+            for m in row + 1..=col {
+                acc -= u[row * k + m] * inv[m * k + col];
+            }
+            inv[row * k + col] = acc / u[row * k + row];
+        }
+    }
+    inv
 }

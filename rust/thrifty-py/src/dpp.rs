@@ -4,62 +4,19 @@
 //! `n_jobs` capped at the CPU count); float32/float64 dispatch goes through [`FloatMatrix`]; results
 //! are `#[derive(IntoPyObject)]` structs (dicts on the Python side, typed in `_core.pyi`).
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use thrifty_core::dpp::ensemble::Spectrum;
 use thrifty_core::dpp::kernels::{self, Split, Stratified};
 use thrifty_core::dpp::projection::{Method, OrthoCheck, Projection};
 use thrifty_core::dpp::{greedy, ortho, PivotPath};
 
+use crate::arrays::{matrix, slice1, slice2, with_matrix, FloatMatrix};
 use crate::errors::{enter, CoreResultExt};
 
 type Idx<'py> = Bound<'py, PyArray1<i64>>;
 type F64s<'py> = Bound<'py, PyArray1<f64>>;
-
-/// A 2-D float array in either precision, borrowed read-only.
-enum FloatMatrix<'py> {
-    F64(PyReadonlyArray2<'py, f64>),
-    F32(PyReadonlyArray2<'py, f32>),
-}
-
-impl<'py> FloatMatrix<'py> {
-    fn new(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Self> {
-        if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f64>>() {
-            Ok(FloatMatrix::F64(a))
-        } else if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f32>>() {
-            Ok(FloatMatrix::F32(a))
-        } else {
-            Err(PyTypeError::new_err(format!("{name} must be a 2-D float32 or float64 array")))
-        }
-    }
-}
-
-/// `with_matrix!(m, "name", |s, rows, cols| body)`: `body` once per precision, `s` the typed slice.
-macro_rules! with_matrix {
-    ($m:expr, $name:expr, |$s:ident, $r:ident, $c:ident| $body:expr) => {
-        match &$m {
-            FloatMatrix::F64(a) => {
-                let ($s, $r, $c) = slice2(a, $name)?;
-                $body
-            }
-            FloatMatrix::F32(a) => {
-                let ($s, $r, $c) = slice2(a, $name)?;
-                $body
-            }
-        }
-    };
-}
-
-fn slice2<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> PyResult<(&'a [T], usize, usize)> {
-    let (r, c) = (a.shape()[0], a.shape()[1]);
-    let s = a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be C-contiguous")))?;
-    Ok((s, r, c))
-}
-
-fn slice1<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))
-}
 
 fn indices(v: Vec<usize>) -> Vec<i64> {
     v.into_iter().map(|i| i as i64).collect()
@@ -68,10 +25,6 @@ fn indices(v: Vec<usize>) -> Vec<i64> {
 fn rows<'py>(py: Python<'py>, flat: Vec<usize>, width: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
     let count = flat.len().checked_div(width).unwrap_or(0);
     indices(flat).into_pyarray(py).reshape([count, width])
-}
-
-fn matrix<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>, rows: usize, cols: usize) -> PyResult<Bound<'py, PyArray2<T>>> {
-    v.into_pyarray(py).reshape([rows, cols])
 }
 
 // ---- results ---------------------------------------------------------------------------------
@@ -91,7 +44,11 @@ struct Path<'py> {
 
 impl<'py> Path<'py> {
     fn new(py: Python<'py>, p: PivotPath, gains: Option<Vec<f64>>) -> Self {
-        Path { indices: indices(p.items).into_pyarray(py), pivots: p.pivots.into_pyarray(py), gains: gains.map(|g| g.into_pyarray(py)) }
+        Path {
+            indices: indices(p.items).into_pyarray(py),
+            pivots: p.pivots.into_pyarray(py),
+            gains: gains.map(|g| g.into_pyarray(py)),
+        }
     }
 }
 
@@ -118,7 +75,12 @@ struct Ragged<'py> {
 /// Orthonormal basis (n×r) of the column space of `features` and its numerical rank r.
 #[pyfunction]
 #[pyo3(signature = (features, rtol, equilibrate=true))]
-fn dpp_orthonormalize<'py>(py: Python<'py>, features: &Bound<'py, PyAny>, rtol: f64, equilibrate: bool) -> PyResult<Basis<'py>> {
+fn dpp_orthonormalize<'py>(
+    py: Python<'py>,
+    features: &Bound<'py, PyAny>,
+    rtol: f64,
+    equilibrate: bool,
+) -> PyResult<Basis<'py>> {
     let m = FloatMatrix::new(features, "features")?;
     with_matrix!(m, "features", |s, n, p| {
         let (q, rank) = enter(py, None, |c| ortho::orthonormalize(s, n, p, rtol, equilibrate, c))?;
@@ -169,7 +131,11 @@ impl DppProjection {
             "skip" => OrthoCheck::Skip,
             "randomized" => OrthoCheck::Randomized { tol, probes, seed },
             "exact" => OrthoCheck::Exact { tol },
-            other => return Err(PyValueError::new_err(format!("check must be 'skip', 'randomized' or 'exact', got {other:?}"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "check must be 'skip', 'randomized' or 'exact', got {other:?}"
+                )))
+            }
         };
         let m = FloatMatrix::new(u, "U")?;
         let inner = with_matrix!(m, "U", |s, n, p| enter(py, None, |_| Projection::new(s, n, p, check))?);
@@ -182,10 +148,19 @@ impl DppProjection {
 
     /// Samples number `offset .. offset + count` as a (count, p) int64 array; sample s uses stream (seed, s).
     #[pyo3(signature = (count, method, seed, n_jobs=None, offset=0))]
-    fn sample_many<'py>(&self, py: Python<'py>, count: usize, method: &str, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    fn sample_many<'py>(
+        &self,
+        py: Python<'py>,
+        count: usize,
+        method: &str,
+        seed: u64,
+        n_jobs: Option<usize>,
+        offset: usize,
+    ) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let (m, inner) = (self::method(method)?, &self.inner);
         let u = FloatMatrix::new(self.u.bind(py), "U")?;
-        let flat = with_matrix!(u, "U", |s, _n, _p| enter(py, n_jobs, |c| inner.sample_range(s, offset, count, m, seed, c))?);
+        let flat =
+            with_matrix!(u, "U", |s, _n, _p| enter(py, n_jobs, |c| inner.sample_range(s, offset, count, m, seed, c))?);
         rows(py, flat, inner.p)
     }
 }
@@ -253,7 +228,14 @@ impl DppEnsemble {
 
     /// DPP samples number `offset .. offset + count` as flat indices and offsets.
     #[pyo3(signature = (count, seed, n_jobs=None, offset=0))]
-    fn sample_many<'py>(&self, py: Python<'py>, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Ragged<'py>> {
+    fn sample_many<'py>(
+        &self,
+        py: Python<'py>,
+        count: usize,
+        seed: u64,
+        n_jobs: Option<usize>,
+        offset: usize,
+    ) -> PyResult<Ragged<'py>> {
         let samples = enter(py, n_jobs, |c| self.inner.sample_many(offset, count, seed, c))?;
         let mut offsets = Vec::with_capacity(samples.len() + 1);
         offsets.push(0i64);
@@ -267,7 +249,15 @@ impl DppEnsemble {
 
     /// k-DPP samples number `offset .. offset + count` as a (count, k) array.
     #[pyo3(signature = (k, count, seed, n_jobs=None, offset=0))]
-    fn sample_k_many<'py>(&self, py: Python<'py>, k: usize, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    fn sample_k_many<'py>(
+        &self,
+        py: Python<'py>,
+        k: usize,
+        count: usize,
+        seed: u64,
+        n_jobs: Option<usize>,
+        offset: usize,
+    ) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let flat = enter(py, n_jobs, |c| self.inner.sample_k_many(k, offset, count, seed, c))?;
         rows(py, flat, k)
     }
@@ -277,7 +267,12 @@ impl DppEnsemble {
 
 /// Cell of every point and cell volumes of an m-cell box partition of [0,1]^d.
 #[pyfunction]
-fn dpp_partition<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, m: usize, split: &str) -> PyResult<Partition<'py>> {
+fn dpp_partition<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    m: usize,
+    split: &str,
+) -> PyResult<Partition<'py>> {
     let sp = match split {
         "volume" => Split::Volume,
         "quantile" => Split::Quantile,
@@ -298,7 +293,12 @@ fn cells_of(cells: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
 
 /// K_ii of the discrete Haar kernel and its rank (number of non-empty cells).
 #[pyfunction]
-fn dpp_haar_diagonal<'py>(py: Python<'py>, cells: PyReadonlyArray1<'py, i64>, n_cells: usize, density: PyReadonlyArray1<'py, f64>) -> PyResult<HaarDiagonal<'py>> {
+fn dpp_haar_diagonal<'py>(
+    py: Python<'py>,
+    cells: PyReadonlyArray1<'py, i64>,
+    n_cells: usize,
+    density: PyReadonlyArray1<'py, f64>,
+) -> PyResult<HaarDiagonal<'py>> {
     let c = cells_of(&cells)?;
     let d = slice1(&density, "density")?;
     let (k, rank) = kernels::haar_diagonal(&c, n_cells, d).py()?;
@@ -326,7 +326,14 @@ impl DppStratified {
     }
 
     #[pyo3(signature = (count, seed, n_jobs=None, offset=0))]
-    fn sample_many<'py>(&self, py: Python<'py>, count: usize, seed: u64, n_jobs: Option<usize>, offset: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    fn sample_many<'py>(
+        &self,
+        py: Python<'py>,
+        count: usize,
+        seed: u64,
+        n_jobs: Option<usize>,
+        offset: usize,
+    ) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let flat = enter(py, n_jobs, |c| self.inner.sample_range(offset, count, seed, c))?;
         rows(py, flat, self.inner.rank())
     }
@@ -334,7 +341,13 @@ impl DppStratified {
 
 /// Dense periodised tensor Daubechies features on [0,1]^d.
 #[pyfunction]
-fn dpp_daubechies_features<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, m: usize, order: usize, density: PyReadonlyArray1<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+fn dpp_daubechies_features<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    m: usize,
+    order: usize,
+    density: PyReadonlyArray1<'py, f64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (s, n, d) = slice2(&x, "X")?;
     let g = slice1(&density, "density")?;
     let f = enter(py, None, |c| kernels::daubechies_features(s, n, d, m, order, g, c))?;
@@ -343,7 +356,14 @@ fn dpp_daubechies_features<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, 
 
 /// Dense multivariate Jacobi features on [−1,1]^d.
 #[pyfunction]
-fn dpp_jacobi_features<'py>(py: Python<'py>, x: PyReadonlyArray2<'py, f64>, m: usize, a: f64, b: f64, density: PyReadonlyArray1<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+fn dpp_jacobi_features<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    m: usize,
+    a: f64,
+    b: f64,
+    density: PyReadonlyArray1<'py, f64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (s, n, d) = slice2(&x, "X")?;
     let g = slice1(&density, "density")?;
     let f = enter(py, None, |c| kernels::jacobi_features(s, n, d, m, a, b, g, c))?;
@@ -364,7 +384,13 @@ fn dpp_daubechies_phi<'py>(py: Python<'py>, t: PyReadonlyArray1<'py, f64>, order
 /// `check`: "read" (the entries the selection reads), "full" (the whole matrix) or "skip".
 #[pyfunction]
 #[pyo3(signature = (cov, k, tol, check="read"))]
-fn dpp_greedy_entropy<'py>(py: Python<'py>, cov: &Bound<'py, PyAny>, k: usize, tol: f64, check: &str) -> PyResult<Path<'py>> {
+fn dpp_greedy_entropy<'py>(
+    py: Python<'py>,
+    cov: &Bound<'py, PyAny>,
+    k: usize,
+    tol: f64,
+    check: &str,
+) -> PyResult<Path<'py>> {
     let check = match check {
         "read" => greedy::Check::Read,
         "full" => greedy::Check::Full,
@@ -378,7 +404,12 @@ fn dpp_greedy_entropy<'py>(py: Python<'py>, cov: &Bound<'py, PyAny>, k: usize, t
 
 /// Greedy entropy / MAP selection on L = VVᵀ.
 #[pyfunction]
-fn dpp_greedy_entropy_features<'py>(py: Python<'py>, features: &Bound<'py, PyAny>, k: usize, tol: f64) -> PyResult<Path<'py>> {
+fn dpp_greedy_entropy_features<'py>(
+    py: Python<'py>,
+    features: &Bound<'py, PyAny>,
+    k: usize,
+    tol: f64,
+) -> PyResult<Path<'py>> {
     let m = FloatMatrix::new(features, "features")?;
     let p = with_matrix!(m, "features", |s, n, d| enter(py, None, |c| greedy::entropy_factor(s, n, d, k, tol, c))?);
     Ok(Path::new(py, p, None))
@@ -387,7 +418,13 @@ fn dpp_greedy_entropy_features<'py>(py: Python<'py>, features: &Bound<'py, PyAny
 /// Greedy mutual-information selection; returns indices, conditional variances and gains.
 #[pyfunction]
 #[pyo3(signature = (cov, k, noise, check=true))]
-fn dpp_greedy_mutual_information<'py>(py: Python<'py>, cov: PyReadonlyArray2<'py, f64>, k: usize, noise: f64, check: bool) -> PyResult<Path<'py>> {
+fn dpp_greedy_mutual_information<'py>(
+    py: Python<'py>,
+    cov: PyReadonlyArray2<'py, f64>,
+    k: usize,
+    noise: f64,
+    check: bool,
+) -> PyResult<Path<'py>> {
     let (s, n, _) = slice2(&cov, "cov")?;
     let (p, gains) = enter(py, None, |c| greedy::mutual_information(s, n, k, noise, check, c))?;
     Ok(Path::new(py, p, Some(gains)))

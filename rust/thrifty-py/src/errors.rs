@@ -67,13 +67,15 @@ pub fn detach_interruptible<T: Send>(
 
 /// The one way into the core for long calls: [`detach_interruptible`] (GIL released, Ctrl-C raises
 /// the core's cancel flag) inside a pool of `n_jobs` threads, capped at the machine's CPU count
-/// (more threads than cores only slow the core down), with core errors mapped to Python's.
+/// (more threads than cores only slow the core down; `n_jobs = 0` is an error), with core errors
+/// mapped to Python's.
 pub fn enter<T: Send>(
     py: Python<'_>,
     n_jobs: Option<usize>,
     work: impl FnOnce(&AtomicBool) -> thrifty_core::Result<T> + Send,
 ) -> PyResult<T> {
     let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
-    let n_jobs = n_jobs.map(|n| n.clamp(1, cpus));
+    // 0 is not raised to 1: `with_threads` refuses it (ValueError naming n_jobs)
+    let n_jobs = n_jobs.map(|n| n.min(cpus));
     detach_interruptible(py, |cancel| thrifty_core::threads::with_threads(n_jobs, || work(cancel)).and_then(|r| r))
 }

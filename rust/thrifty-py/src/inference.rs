@@ -1,43 +1,114 @@
-//! Bindings for the `inference` capability: argument conversion, GIL release and error mapping only.
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+//! Bindings for the `inference` capability: argument conversion, GIL release, error mapping, nothing
+//! else. The Python layer (`thrifty.inference`) validates first and passes C-contiguous float64
+//! arrays. Every core call that does real work goes through [`enter`] (GIL released, Ctrl-C raises
+//! the core's cancel flag, `n_jobs` capped at the CPU count); results are `#[derive(IntoPyObject)]`
+//! structs (dicts on the Python side, typed in `_core.pyi`).
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
-use crate::errors::{detach_interruptible, CoreResultExt};
-use thrifty_core::inference::{
-    baselines, fit::Data, nb, perm, varimax, Learner, Rotation, Route, Spec,
-};
-use thrifty_core::threads::with_threads;
+use crate::arrays::{matrix, opt_slice1, slice1, slice2};
+use crate::errors::{enter, to_py, CoreResultExt};
+use thrifty_core::inference::{baselines, fit::Data, nb, perm, pls2, special, varimax, Learner, Rotation, Route, Spec};
 use thrifty_core::ThriftyError;
 
-type Arr1<'py> = Bound<'py, PyArray1<f64>>;
-type Arr2<'py> = Bound<'py, PyArray2<f64>>;
+type F64s<'py> = Bound<'py, PyArray1<f64>>;
+type F64Matrix<'py> = Bound<'py, PyArray2<f64>>;
+type Idx<'py> = Bound<'py, PyArray1<i64>>;
 
-fn slice2<'a>(a: &'a PyReadonlyArray2<'_, f64>, name: &'static str) -> PyResult<(&'a [f64], usize, usize)> {
-    let shape = a.shape();
-    let s = a
-        .as_slice()
-        .map_err(|_| ThriftyError::shape(name, "must be a C-contiguous float64 array").into_err())?;
-    Ok((s, shape[0], shape[1]))
+// ---- results ---------------------------------------------------------------------------------
+
+/// `inference_nb_test` (`_core.pyi`: `NbTestDict`).
+#[derive(IntoPyObject)]
+struct NbTest {
+    z_mean: f64,
+    z_sd: f64,
+    se: f64,
+    statistic: f64,
+    t: f64,
+    df: f64,
+    p_value: f64,
+    rho_hat: f64,
+    ci_low: f64,
+    ci_high: f64,
 }
 
-trait IntoErr {
-    fn into_err(self) -> PyErr;
+/// `inference_gate` (`GateDict`).
+#[derive(IntoPyObject)]
+struct Gate {
+    n_eff: f64,
+    stable_rank: f64,
+    n_columns: usize,
+    reroute: bool,
+    reasons: Vec<String>,
 }
-impl IntoErr for ThriftyError {
-    fn into_err(self) -> PyErr {
-        crate::errors::to_py(self)
+
+/// `inference_pls_fit` (`PlsFitDict`).
+#[derive(IntoPyObject)]
+struct PlsFit<'py> {
+    coef: F64s<'py>,
+    intercept: f64,
+    x_weights: F64Matrix<'py>,
+    x_loadings: F64Matrix<'py>,
+    x_rotations: F64Matrix<'py>,
+    y_loadings: F64s<'py>,
+    x_mean: F64s<'py>,
+    x_std: F64s<'py>,
+    y_mean: f64,
+    y_std: f64,
+    n_components_fitted: usize,
+}
+
+/// `inference_pls2_fit` (`Pls2FitDict`).
+#[derive(IntoPyObject)]
+struct Pls2Fit<'py> {
+    coef: F64Matrix<'py>,
+    intercept: F64s<'py>,
+    x_weights: F64Matrix<'py>,
+    x_loadings: F64Matrix<'py>,
+    x_rotations: F64Matrix<'py>,
+    y_loadings: F64Matrix<'py>,
+    x_mean: F64s<'py>,
+    x_std: F64s<'py>,
+    n_components_fitted: usize,
+}
+
+/// `inference_jackknife` (`JackknifeDict`).
+#[derive(IntoPyObject)]
+struct Jackknife<'py> {
+    coef: F64s<'py>,
+    se: F64s<'py>,
+    t: F64s<'py>,
+    p_values: F64s<'py>,
+    df: f64,
+}
+
+// ---- arguments -------------------------------------------------------------------------------
+
+/// X (n×p), y (n) and the optional weights as slices; `Data::new` validates them inside the core call.
+struct Xy<'a> {
+    x: &'a [f64],
+    n: usize,
+    p: usize,
+    y: &'a [f64],
+    w: Option<&'a [f64]>,
+}
+
+impl<'a> Xy<'a> {
+    fn new(
+        x: &'a PyReadonlyArray2<'_, f64>,
+        y: &'a PyReadonlyArray1<'_, f64>,
+        w: &'a Option<PyReadonlyArray1<'_, f64>>,
+    ) -> PyResult<Self> {
+        let (x, n, p) = slice2(x, "X")?;
+        Ok(Xy { x, n, p, y: slice1(y, "y")?, w: opt_slice1(w, "sample_weight")? })
+    }
+
+    fn data(&self) -> thrifty_core::Result<Data<'a>> {
+        Data::new(self.x, self.n, self.p, self.y, self.w)
     }
 }
 
-fn slice1<'a>(a: &'a PyReadonlyArray1<'_, f64>, name: &'static str) -> PyResult<&'a [f64]> {
-    a.as_slice().map_err(|_| ThriftyError::shape(name, "must be a contiguous float64 array").into_err())
-}
-
-fn opt_slice1<'a>(a: &'a Option<PyReadonlyArray1<'_, f64>>, name: &'static str) -> PyResult<Option<&'a [f64]>> {
-    a.as_ref().map(|w| slice1(w, name)).transpose()
-}
-
+/// The learner, its number of components and the rotation, as the core's [`Spec`].
 #[allow(clippy::too_many_arguments)]
 fn make_spec(
     learner: &str,
@@ -53,70 +124,75 @@ fn make_spec(
         "spca" => Learner::Spca { n_features: spca_n_features },
         "ridge" => Learner::Ridge { alpha: ridge_alpha },
         "basis" => {
-            let b = basis.ok_or_else(|| ThriftyError::invalid("learner", "basis array missing").into_err())?;
-            let (s, _, _) = slice2(&b, "learner")?;
-            Learner::Basis { basis: s.to_vec() }
+            let b = basis.ok_or_else(|| to_py(ThriftyError::invalid("learner", "basis array missing")))?;
+            Learner::Basis { basis: slice2(&b, "learner")?.0.to_vec() }
         }
         "bases" => {
-            let bs = bases.ok_or_else(|| ThriftyError::invalid("bases", "per-split bases missing").into_err())?;
-            let mut out = Vec::with_capacity(bs.len());
-            for b in &bs {
-                out.push(slice2(b, "bases")?.0.to_vec());
+            let bs = bases.ok_or_else(|| to_py(ThriftyError::invalid("bases", "per-split bases missing")))?;
+            Learner::SplitBases {
+                bases: bs.iter().map(|b| Ok(slice2(b, "bases")?.0.to_vec())).collect::<PyResult<_>>()?,
             }
-            Learner::SplitBases { bases: out }
         }
         other => {
-            return Err(ThriftyError::invalid(
+            return Err(to_py(ThriftyError::invalid(
                 "learner",
                 format!("unknown learner {other:?}; expected 'pls', 'spca', 'ridge', a basis array or a callable"),
-            )
-            .into_err())
+            )))
         }
     };
     let rotate = match rotate {
         "none" => Rotation::None,
         "varimax" => Rotation::Varimax,
         other => {
-            return Err(ThriftyError::invalid("rotate", format!("must be None or 'varimax', got {other:?}")).into_err())
+            return Err(to_py(ThriftyError::invalid("rotate", format!("must be None or 'varimax', got {other:?}"))))
         }
     };
     Ok(Spec { learner, k: n_components, rotate })
 }
 
 fn train_lists(train: Vec<PyReadonlyArray1<'_, i64>>) -> PyResult<Vec<Vec<i64>>> {
-    train
-        .iter()
-        .map(|t| {
-            t.as_slice()
-                .map(|s| s.to_vec())
-                .map_err(|_| ThriftyError::shape("splits", "train indices must be contiguous int64 arrays").into_err())
-        })
-        .collect()
+    train.iter().map(|t| Ok(slice1(t, "splits")?.to_vec())).collect()
 }
+
+/// 0..n as the response of a `Data` whose own y the core does not read (the gate, PLS2).
+fn index_response(n: usize) -> Vec<f64> {
+    (0..n).map(|i| i as f64).collect()
+}
+
+fn rows_match(ny: usize, n: usize) -> thrifty_core::Result<()> {
+    if ny != n {
+        return Err(ThriftyError::shape("Y", format!("has {ny} rows, but X has {n}")));
+    }
+    Ok(())
+}
+
+fn indices(v: Vec<usize>) -> Vec<i64> {
+    v.into_iter().map(|i| i as i64).collect()
+}
+
+// ---- splits and permutations -----------------------------------------------------------------
 
 /// Train-index arrays of `n_splits` random balanced splits.
 #[pyfunction]
-fn inference_draw_splits<'py>(
-    py: Python<'py>,
+fn inference_draw_splits(
+    py: Python<'_>,
     n: usize,
     n_components: usize,
     n_splits: usize,
     seed: u64,
-) -> PyResult<Vec<Bound<'py, PyArray1<i64>>>> {
+) -> PyResult<Vec<Idx<'_>>> {
     let splits = nb::draw_splits(n, n_components, n_splits, seed).py()?;
-    Ok(splits
-        .into_iter()
-        .map(|s| PyArray1::from_vec(py, s.train.into_iter().map(|i| i as i64).collect()))
-        .collect())
+    Ok(splits.into_iter().map(|s| indices(s.train).into_pyarray(py)).collect())
 }
 
 /// Permutation `b` of 0..n as the core draws it.
 #[pyfunction]
-fn inference_permutation<'py>(py: Python<'py>, n: usize, seed: u64, b: u64) -> PyResult<Bound<'py, PyArray1<i64>>> {
+fn inference_permutation(py: Python<'_>, n: usize, seed: u64, b: u64) -> PyResult<Idx<'_>> {
     nb::check_budget("n", n, 1).py()?;
-    Ok(PyArray1::from_vec(py, perm::permutation(n, seed, b).into_iter().map(|i| i as i64).collect()))
+    Ok(indices(perm::permutation(n, seed, b)).into_pyarray(py))
 }
 
+/// Held-out r of the learner on each split.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight, learner, n_components, train, basis=None, bases=None, rotate="none", ridge_alpha=1.0, spca_n_features=0, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
@@ -134,20 +210,19 @@ fn inference_split_correlations<'py>(
     ridge_alpha: f64,
     spca_n_features: usize,
     n_jobs: Option<usize>,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
+) -> PyResult<F64s<'py>> {
     let spec = make_spec(learner, n_components, basis, bases, rotate, ridge_alpha, spca_n_features)?;
-    let (xs, n, p) = slice2(&x, "X")?;
-    let ys = slice1(&y, "y")?;
-    let ws = opt_slice1(&sample_weight, "sample_weight")?;
+    let xy = Xy::new(&x, &y, &sample_weight)?;
     let trains = train_lists(train)?;
-    let r = detach_interruptible(py, |cancel| -> thrifty_core::Result<Vec<f64>> {
-        let data = Data::new(xs, n, p, ys, ws)?;
-        let splits = nb::splits_from_train(n, n_components, &trains)?;
-        with_threads(n_jobs, || nb::split_correlations_cancellable(&data, &spec, &splits, ys, cancel))?
+    let r = enter(py, n_jobs, |cancel| {
+        let data = xy.data()?;
+        let splits = nb::splits_from_train(xy.n, n_components, &trains)?;
+        nb::split_correlations_cancellable(&data, &spec, &splits, xy.y, cancel)
     })?;
-    Ok(PyArray1::from_vec(py, r))
+    Ok(r.into_pyarray(py))
 }
 
+/// Mean Fisher z of the permutations `start .. start + count` with the splits held fixed.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight, learner, n_components, train, seed, start, count, basis=None, bases=None, rotate="none", ridge_alpha=1.0, spca_n_features=0, refit=false, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
@@ -169,46 +244,38 @@ fn inference_nb_permutation<'py>(
     spca_n_features: usize,
     refit: bool,
     n_jobs: Option<usize>,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
+) -> PyResult<F64s<'py>> {
     let spec = make_spec(learner, n_components, basis, bases, rotate, ridge_alpha, spca_n_features)?;
-    let (xs, n, p) = slice2(&x, "X")?;
-    let ys = slice1(&y, "y")?;
-    let ws = opt_slice1(&sample_weight, "sample_weight")?;
+    let xy = Xy::new(&x, &y, &sample_weight)?;
     let trains = train_lists(train)?;
     let route = if refit { Route::Refit } else { Route::Auto };
-    let z = detach_interruptible(py, |cancel| -> thrifty_core::Result<Vec<f64>> {
-        let data = Data::new(xs, n, p, ys, ws)?;
-        let splits = nb::splits_from_train(n, n_components, &trains)?;
-        with_threads(n_jobs, || {
-            perm::nb_permutation_null_cancellable(&data, &spec, &splits, seed, start, count, route, cancel)
-        })?
+    let z = enter(py, n_jobs, |cancel| {
+        let data = xy.data()?;
+        let splits = nb::splits_from_train(xy.n, n_components, &trains)?;
+        perm::nb_permutation_null_cancellable(&data, &spec, &splits, seed, start, count, route, cancel)
     })?;
-    Ok(PyArray1::from_vec(py, z))
+    Ok(z.into_pyarray(py))
 }
+
+// ---- tests on per-split r --------------------------------------------------------------------
 
 /// NB-asymptotic test on per-split r. `n_test` (mean test size) enables ρ̂ (unweighted only).
 #[pyfunction]
 #[pyo3(signature = (r, ratio, n_test, level=0.95))]
-fn inference_nb_test<'py>(
-    py: Python<'py>,
-    r: PyReadonlyArray1<'py, f64>,
-    ratio: f64,
-    n_test: Option<f64>,
-    level: f64,
-) -> PyResult<Bound<'py, PyDict>> {
+fn inference_nb_test(r: PyReadonlyArray1<'_, f64>, ratio: f64, n_test: Option<f64>, level: f64) -> PyResult<NbTest> {
     let res = nb::nb_test(slice1(&r, "r")?, ratio, n_test, level).py()?;
-    let d = PyDict::new(py);
-    d.set_item("z_mean", res.z_mean)?;
-    d.set_item("z_sd", res.z_sd)?;
-    d.set_item("se", res.se)?;
-    d.set_item("statistic", res.statistic)?;
-    d.set_item("t", res.t)?;
-    d.set_item("df", res.df)?;
-    d.set_item("p_value", res.p_value)?;
-    d.set_item("rho_hat", res.rho_hat)?;
-    d.set_item("ci_low", res.ci_low)?;
-    d.set_item("ci_high", res.ci_high)?;
-    Ok(d)
+    Ok(NbTest {
+        z_mean: res.z_mean,
+        z_sd: res.z_sd,
+        se: res.se,
+        statistic: res.statistic,
+        t: res.t,
+        df: res.df,
+        p_value: res.p_value,
+        rho_hat: res.rho_hat,
+        ci_low: res.ci_low,
+        ci_high: res.ci_high,
+    })
 }
 
 /// Mean Fisher z of per-split correlations (the permutation statistic).
@@ -216,43 +283,41 @@ fn inference_nb_test<'py>(
 fn inference_mean_z(r: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {
     let r = slice1(&r, "r")?;
     if r.is_empty() {
-        return Err(ThriftyError::invalid("r", "must be non-empty").into_err());
+        return Err(to_py(ThriftyError::invalid("r", "must be non-empty")));
     }
     Ok(nb::mean_z(r))
 }
 
+/// The pre-run gate: effective sample size, stable rank and the reasons to reroute.
 #[pyfunction]
 #[pyo3(signature = (x, sample_weight=None))]
-fn inference_gate<'py>(
-    py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
-) -> PyResult<Bound<'py, PyDict>> {
+fn inference_gate(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    sample_weight: Option<PyReadonlyArray1<'_, f64>>,
+) -> PyResult<Gate> {
     let (xs, n, p) = slice2(&x, "X")?;
     let ws = opt_slice1(&sample_weight, "sample_weight")?;
     // the gate does not look at y; Data's checks need some non-constant response, so pass 0..n
-    let dummy: Vec<f64> = (0..n).map(|i| i as f64).collect();
-    let g = py.detach(|| -> thrifty_core::Result<nb::Gate> {
+    let index = index_response(n);
+    let g = enter(py, None, |_| {
         if n < 2 {
             return Err(ThriftyError::shape("X", "needs at least 2 rows"));
         }
-        let data = Data::new(xs, n, p, &dummy, ws)?;
-        Ok(nb::gate(&data))
-    });
-    let g = g.py()?;
-    let d = PyDict::new(py);
-    d.set_item("n_eff", g.n_eff)?;
-    d.set_item("stable_rank", g.stable_rank)?;
-    d.set_item("n_columns", g.n_columns)?;
-    d.set_item("reroute", g.reroute)?;
-    d.set_item("reasons", g.reasons)?;
-    Ok(d)
+        Ok(nb::gate(&Data::new(xs, n, p, &index, ws)?))
+    })?;
+    Ok(Gate {
+        n_eff: g.n_eff,
+        stable_rank: g.stable_rank,
+        n_columns: g.n_columns,
+        reroute: g.reroute,
+        reasons: g.reasons,
+    })
 }
 
-fn mat<'py>(py: Python<'py>, v: Vec<f64>, r: usize, c: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    PyArray1::from_vec(py, v).reshape([r, c])
-}
+// ---- fits and baselines ----------------------------------------------------------------------
 
+/// PLS1 fit on the whole data (scikit-learn's `PLSRegression(scale=True)` attributes).
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight, n_components))]
 fn inference_pls_fit<'py>(
@@ -261,31 +326,26 @@ fn inference_pls_fit<'py>(
     y: PyReadonlyArray1<'py, f64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     n_components: usize,
-) -> PyResult<Bound<'py, PyDict>> {
-    let (xs, n, p) = slice2(&x, "X")?;
-    let ys = slice1(&y, "y")?;
-    let ws = opt_slice1(&sample_weight, "sample_weight")?;
-    let fit = py.detach(|| -> thrifty_core::Result<baselines::PlsFit> {
-        let data = Data::new(xs, n, p, ys, ws)?;
-        baselines::pls_fit(&data, n_components)
-    });
-    let f = fit.py()?;
-    let k = f.k;
-    let d = PyDict::new(py);
-    d.set_item("coef", PyArray1::from_vec(py, f.coef))?;
-    d.set_item("intercept", f.intercept)?;
-    d.set_item("x_weights", mat(py, f.x_weights, p, k)?)?;
-    d.set_item("x_loadings", mat(py, f.x_loadings, p, k)?)?;
-    d.set_item("x_rotations", mat(py, f.x_rotations, p, k)?)?;
-    d.set_item("y_loadings", PyArray1::from_vec(py, f.y_loadings))?;
-    d.set_item("x_mean", PyArray1::from_vec(py, f.x_mean))?;
-    d.set_item("x_std", PyArray1::from_vec(py, f.x_std))?;
-    d.set_item("y_mean", f.y_mean)?;
-    d.set_item("y_std", f.y_std)?;
-    d.set_item("n_components_fitted", f.n_fitted)?;
-    Ok(d)
+) -> PyResult<PlsFit<'py>> {
+    let xy = Xy::new(&x, &y, &sample_weight)?;
+    let f = enter(py, None, |_| baselines::pls_fit(&xy.data()?, n_components))?;
+    let (p, k) = (xy.p, f.k);
+    Ok(PlsFit {
+        coef: f.coef.into_pyarray(py),
+        intercept: f.intercept,
+        x_weights: matrix(py, f.x_weights, p, k)?,
+        x_loadings: matrix(py, f.x_loadings, p, k)?,
+        x_rotations: matrix(py, f.x_rotations, p, k)?,
+        y_loadings: f.y_loadings.into_pyarray(py),
+        x_mean: f.x_mean.into_pyarray(py),
+        x_std: f.x_std.into_pyarray(py),
+        y_mean: f.y_mean,
+        y_std: f.y_std,
+        n_components_fitted: f.n_fitted,
+    })
 }
 
+/// X and y after `n_components` PLS deflations.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight, n_components))]
 fn inference_deflate<'py>(
@@ -294,18 +354,13 @@ fn inference_deflate<'py>(
     y: PyReadonlyArray1<'py, f64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     n_components: usize,
-) -> PyResult<(Arr2<'py>, Arr1<'py>)> {
-    let (xs, n, p) = slice2(&x, "X")?;
-    let ys = slice1(&y, "y")?;
-    let ws = opt_slice1(&sample_weight, "sample_weight")?;
-    let out = py.detach(|| -> thrifty_core::Result<(Vec<f64>, Vec<f64>)> {
-        let data = Data::new(xs, n, p, ys, ws)?;
-        baselines::deflate(&data, n_components)
-    });
-    let (xr, yr) = out.py()?;
-    Ok((mat(py, xr, n, p)?, PyArray1::from_vec(py, yr)))
+) -> PyResult<(F64Matrix<'py>, F64s<'py>)> {
+    let xy = Xy::new(&x, &y, &sample_weight)?;
+    let (xr, yr) = enter(py, None, |_| baselines::deflate(&xy.data()?, n_components))?;
+    Ok((matrix(py, xr, xy.n, xy.p)?, yr.into_pyarray(py)))
 }
 
+/// Cross-validated Q² and its permutation null (permutations `start .. start + count`).
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight, learner, n_components, n_folds, seed, start, count, pooled, basis=None, ridge_alpha=1.0, spca_n_features=0, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
@@ -325,20 +380,16 @@ fn inference_cv_permutation<'py>(
     ridge_alpha: f64,
     spca_n_features: usize,
     n_jobs: Option<usize>,
-) -> PyResult<(f64, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<(f64, F64s<'py>)> {
     let spec = make_spec(learner, n_components, basis, None, "none", ridge_alpha, spca_n_features)?;
-    let (xs, n, p) = slice2(&x, "X")?;
-    let ys = slice1(&y, "y")?;
-    let ws = opt_slice1(&sample_weight, "sample_weight")?;
-    let (obs, null) = detach_interruptible(py, |cancel| -> thrifty_core::Result<(f64, Vec<f64>)> {
-        let data = Data::new(xs, n, p, ys, ws)?;
-        with_threads(n_jobs, || {
-            baselines::cv_permutation_cancellable(&data, &spec, n_folds, seed, start, count, pooled, cancel)
-        })?
+    let xy = Xy::new(&x, &y, &sample_weight)?;
+    let (obs, null) = enter(py, n_jobs, |cancel| {
+        baselines::cv_permutation_cancellable(&xy.data()?, &spec, n_folds, seed, start, count, pooled, cancel)
     })?;
-    Ok((obs, PyArray1::from_vec(py, null)))
+    Ok((obs, null.into_pyarray(py)))
 }
 
+/// Jackknife (segment-deleted) standard errors of the PLS1 coefficients.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight, n_components, n_segments, seed, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
@@ -351,24 +402,19 @@ fn inference_jackknife<'py>(
     n_segments: usize,
     seed: u64,
     n_jobs: Option<usize>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let (xs, n, p) = slice2(&x, "X")?;
-    let ys = slice1(&y, "y")?;
-    let ws = opt_slice1(&sample_weight, "sample_weight")?;
-    let out = py.detach(|| -> thrifty_core::Result<baselines::Jackknife> {
-        let data = Data::new(xs, n, p, ys, ws)?;
-        with_threads(n_jobs, || baselines::jackknife(&data, n_components, n_segments, seed))?
-    });
-    let j = out.py()?;
-    let d = PyDict::new(py);
-    d.set_item("coef", PyArray1::from_vec(py, j.coef))?;
-    d.set_item("se", PyArray1::from_vec(py, j.se))?;
-    d.set_item("t", PyArray1::from_vec(py, j.t))?;
-    d.set_item("p_values", PyArray1::from_vec(py, j.p_values))?;
-    d.set_item("df", j.df)?;
-    Ok(d)
+) -> PyResult<Jackknife<'py>> {
+    let xy = Xy::new(&x, &y, &sample_weight)?;
+    let j = enter(py, n_jobs, |_| baselines::jackknife(&xy.data()?, n_components, n_segments, seed))?;
+    Ok(Jackknife {
+        coef: j.coef.into_pyarray(py),
+        se: j.se.into_pyarray(py),
+        t: j.t.into_pyarray(py),
+        p_values: j.p_values.into_pyarray(py),
+        df: j.df,
+    })
 }
 
+/// Varimax rotation: (rotated loadings, rotation, criterion, iterations, converged).
 #[pyfunction]
 #[pyo3(signature = (loadings, normalize=true, max_iter=500, tol=1e-10))]
 fn inference_varimax<'py>(
@@ -377,11 +423,13 @@ fn inference_varimax<'py>(
     normalize: bool,
     max_iter: usize,
     tol: f64,
-) -> PyResult<(Arr2<'py>, Arr2<'py>, f64, usize, bool)> {
+) -> PyResult<(F64Matrix<'py>, F64Matrix<'py>, f64, usize, bool)> {
     let (l, p, k) = slice2(&loadings, "loadings")?;
-    let v = py.detach(|| varimax::varimax(l, p, k, normalize, max_iter, tol)).py()?;
-    Ok((mat(py, v.rotated, p, k)?, mat(py, v.rotation, k, k)?, v.criterion, v.n_iter, v.converged))
+    let v = enter(py, None, |_| varimax::varimax(l, p, k, normalize, max_iter, tol))?;
+    Ok((matrix(py, v.rotated, p, k)?, matrix(py, v.rotation, k, k)?, v.criterion, v.n_iter, v.converged))
 }
+
+// ---- PLS2 (multi-column response) ------------------------------------------------------------
 
 /// PLS2 held-out r per split for a multi-column response `y` (n×m).
 #[pyfunction]
@@ -394,24 +442,23 @@ fn inference_pls2_split_correlations<'py>(
     n_components: usize,
     train: Vec<PyReadonlyArray1<'py, i64>>,
     n_jobs: Option<usize>,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
+) -> PyResult<F64s<'py>> {
     let (xs, n, p) = slice2(&x, "X")?;
     let (ys, ny, m) = slice2(&y, "Y")?;
     let ws = opt_slice1(&sample_weight, "sample_weight")?;
     let trains = train_lists(train)?;
     // Data's own response is not used by PLS2; 0..n satisfies its checks
-    let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
-    let r = py.detach(|| -> thrifty_core::Result<Vec<f64>> {
-        if ny != n {
-            return Err(ThriftyError::shape("Y", format!("has {ny} rows, but X has {n}")));
-        }
+    let index = index_response(n);
+    let r = enter(py, n_jobs, |_| {
+        rows_match(ny, n)?;
         let data = Data::new(xs, n, p, &index, ws)?;
         let splits = nb::splits_from_train(n, n_components, &trains)?;
-        with_threads(n_jobs, || thrifty_core::inference::pls2::pls2_split_correlations(&data, ys, m, n_components, &splits))?
-    });
-    Ok(PyArray1::from_vec(py, r.py()?))
+        pls2::pls2_split_correlations(&data, ys, m, n_components, &splits)
+    })?;
+    Ok(r.into_pyarray(py))
 }
 
+/// PLS2 fit on the whole data (scikit-learn's `PLSRegression(scale=True)` attributes).
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight, n_components))]
 fn inference_pls2_fit<'py>(
@@ -420,45 +467,44 @@ fn inference_pls2_fit<'py>(
     y: PyReadonlyArray2<'py, f64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     n_components: usize,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Pls2Fit<'py>> {
     let (xs, n, p) = slice2(&x, "X")?;
     let (ys, ny, m) = slice2(&y, "Y")?;
     let ws = opt_slice1(&sample_weight, "sample_weight")?;
-    let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
-    let fit = py.detach(|| -> thrifty_core::Result<thrifty_core::inference::pls2::Pls2Fit> {
-        if ny != n {
-            return Err(ThriftyError::shape("Y", format!("has {ny} rows, but X has {n}")));
-        }
+    let index = index_response(n);
+    let f = enter(py, None, |_| {
+        rows_match(ny, n)?;
         if n < 2 {
             return Err(ThriftyError::shape("X", "needs at least 2 rows"));
         }
-        let data = Data::new(xs, n, p, &index, ws)?;
-        thrifty_core::inference::pls2::pls2_fit(&data, ys, m, n_components)
-    });
-    let f = fit.py()?;
+        pls2::pls2_fit(&Data::new(xs, n, p, &index, ws)?, ys, m, n_components)
+    })?;
     let k = n_components;
-    let d = PyDict::new(py);
-    d.set_item("coef", mat(py, f.coef, p, m)?)?;
-    d.set_item("intercept", PyArray1::from_vec(py, f.intercept))?;
-    d.set_item("x_weights", mat(py, f.x_weights, p, k)?)?;
-    d.set_item("x_loadings", mat(py, f.x_loadings, p, k)?)?;
-    d.set_item("x_rotations", mat(py, f.x_rotations, p, k)?)?;
-    d.set_item("y_loadings", mat(py, f.y_loadings, m, k)?)?;
-    d.set_item("x_mean", PyArray1::from_vec(py, f.x_mean))?;
-    d.set_item("x_std", PyArray1::from_vec(py, f.x_std))?;
-    d.set_item("n_components_fitted", f.n_fitted)?;
-    Ok(d)
+    Ok(Pls2Fit {
+        coef: matrix(py, f.coef, p, m)?,
+        intercept: f.intercept.into_pyarray(py),
+        x_weights: matrix(py, f.x_weights, p, k)?,
+        x_loadings: matrix(py, f.x_loadings, p, k)?,
+        x_rotations: matrix(py, f.x_rotations, p, k)?,
+        y_loadings: matrix(py, f.y_loadings, m, k)?,
+        x_mean: f.x_mean.into_pyarray(py),
+        x_std: f.x_std.into_pyarray(py),
+        n_components_fitted: f.n_fitted,
+    })
 }
 
-/// One-sided Student-t survival function and the normal quantile used by the tests (exposed for checks).
+// ---- special functions (exposed for checks) --------------------------------------------------
+
+/// One-sided Student-t survival function.
 #[pyfunction]
 fn inference_t_sf(t: f64, df: f64) -> f64 {
-    thrifty_core::inference::special::t_sf(t, df)
+    special::t_sf(t, df)
 }
 
+/// Standard normal quantile.
 #[pyfunction]
 fn inference_norm_ppf(q: f64) -> f64 {
-    thrifty_core::inference::special::norm_ppf(q)
+    special::norm_ppf(q)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

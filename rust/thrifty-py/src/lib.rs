@@ -2,6 +2,7 @@
 //! Each capability registers its functions from its own file; no numerical logic lives here.
 use pyo3::prelude::*;
 
+mod arrays;
 mod errors;
 mod dpp;
 mod dpp_blocks;

@@ -209,9 +209,7 @@ impl LogEsp {
         let w = r + 1;
         let loglam: Vec<f64> = lam.iter().map(|l| if *l > 0.0 { l.ln() } else { f64::NEG_INFINITY }).collect();
         let mut e = vec![f64::NEG_INFINITY; (k + 1) * w];
-        for j in 0..=r {
-            e[j] = 0.0;
-        }
+        e[..=r].fill(0.0);
         for l in 1..=k {
             for j in 1..=r {
                 e[l * w + j] = logaddexp(e[l * w + j - 1], loglam[j - 1] + e[(l - 1) * w + j - 1]);

@@ -242,7 +242,8 @@ mod tests {
             (logdet_sub(&s, n, &by) - logdet_sub(&s, n, b)).exp()
         };
         let mut chosen: Vec<usize> = Vec::new();
-        for step in 0..4 {
+        assert_eq!((path.items.len(), gains.len()), (4, 4));
+        for (&item, &gain) in path.items.iter().zip(&gains) {
             let mut best = (0, f64::NEG_INFINITY);
             for y in 0..n {
                 if chosen.contains(&y) {
@@ -254,8 +255,8 @@ mod tests {
                     best = (y, g);
                 }
             }
-            assert_eq!(path.items[step], best.0);
-            assert!((gains[step] - best.1).abs() < 1e-8);
+            assert_eq!(item, best.0);
+            assert!((gain - best.1).abs() < 1e-8);
             chosen.push(best.0);
         }
         assert!((path.log_det() - logdet_sub(&s, n, &chosen)).abs() < 1e-9);

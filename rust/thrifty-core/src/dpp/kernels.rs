@@ -6,6 +6,7 @@
 //!   tables, φ by the cascade algorithm), with anisotropic levels Σ J_a = log₂ m;
 //! - multivariate Jacobi (Legendre for a = b = 0) orthonormal polynomials on [−1,1]^d in the
 //!   Bardenet–Hardy ordering (layers of equal maximal degree, lexicographic inside a layer).
+//!
 //! The dense features are orthonormalised by [`super::ortho::orthonormalize`] into K = UUᵀ.
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use super::{checked_size, try_zeroed};
@@ -60,7 +61,9 @@ pub fn partition(x: &[f64], n: usize, d: usize, m: usize, split: Split) -> Resul
     let mut cell = vec![0usize; n];
     let mut volume = Vec::with_capacity(m);
     let mut idx: Vec<usize> = (0..n).collect();
-    let mut stack: Vec<(Vec<f64>, Vec<f64>, usize, usize, usize)> = vec![(vec![0.0; d], vec![1.0; d], m, 0, n)];
+    // (lower corner, upper corner, cells to make, first and end position in `idx`) of a pending box
+    type Pending = (Vec<f64>, Vec<f64>, usize, usize, usize);
+    let mut stack: Vec<Pending> = vec![(vec![0.0; d], vec![1.0; d], m, 0, n)];
     // Depth-first, left child first: cell ids are assigned in a fixed order.
     let mut leaves: Vec<(usize, usize, f64)> = Vec::with_capacity(m);
     while let Some((lo, hi, mm, a, b)) = stack.pop() {
@@ -205,6 +208,7 @@ impl Stratified {
 // Daubechies
 
 /// Low-pass filters (Σh = √2, Σh² = 1) of the Daubechies wavelets with 1..4 vanishing moments.
+#[allow(clippy::excessive_precision)] // the coefficients are quoted as published
 pub fn daubechies_filter(order: usize) -> Result<&'static [f64]> {
     const DB1: [f64; 2] = [std::f64::consts::FRAC_1_SQRT_2, std::f64::consts::FRAC_1_SQRT_2];
     const DB2: [f64; 4] = [0.48296291314469025, 0.83651630373746899, 0.22414386804185735, -0.12940952255092145];
@@ -380,6 +384,7 @@ pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize
 // Jacobi / Legendre
 
 /// ln Γ(x) for x > 0 (Lanczos, g = 7; relative error ~1e-15).
+#[allow(clippy::excessive_precision)] // the coefficients are quoted as published
 pub fn ln_gamma(x: f64) -> f64 {
     const G: [f64; 9] = [
         0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
@@ -618,7 +623,7 @@ mod tests {
         assert_eq!(rank, 3);
         let s = Stratified::new(&cell, 3, &k).unwrap();
         let flat = s.sample_range(0, 30_000, 4, crate::dpp::never()).unwrap();
-        let mut c = vec![0usize; 7];
+        let mut c = [0usize; 7];
         for d in flat.chunks(3) {
             assert_eq!(d.len(), 3);
             for &i in d {

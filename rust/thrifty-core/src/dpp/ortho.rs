@@ -360,7 +360,7 @@ mod tests {
         let (qf, rf) = orthonormalize(&xf, n, p, 1e-3, true, never()).unwrap();
         assert_eq!(rf, p);
         assert!(orthonormality_error(&qf, n, rf) < 1e-5);
-        assert!(orthonormalize(&vec![0.0; 6], 3, 2, 1e-8, true, never()).is_err());
+        assert!(orthonormalize(&[0.0; 6], 3, 2, 1e-8, true, never()).is_err());
         assert!(orthonormalize(&[f64::NAN, 1.0], 2, 1, 1e-8, true, never()).is_err());
         let raised = AtomicBool::new(true);
         assert_eq!(orthonormalize(&x, n, p, 1e-6, true, &raised).unwrap_err(), ThriftyError::Interrupted);

@@ -133,10 +133,9 @@ mod tests {
                     counts[i] += 1;
                 }
             }
-            for i in 0..n {
-                let pi = proj.leverage[i];
+            for (i, (&pi, &count)) in proj.leverage.iter().zip(&counts).enumerate() {
                 let sd = (pi * (1.0 - pi) / 20_000.0).sqrt();
-                assert!((counts[i] as f64 / 20_000.0 - pi).abs() < 5.0 * sd + 1e-9, "{method:?} item {i}");
+                assert!((count as f64 / 20_000.0 - pi).abs() < 5.0 * sd + 1e-9, "{method:?} item {i}");
             }
             // Same seed, same samples (and thread-count independence follows from per-sample streams).
             assert_eq!(proj.sample_range(&u, 0, 5, method, 11, crate::dpp::never()).unwrap(), flat[..5 * p].to_vec());

@@ -235,7 +235,7 @@ pub fn gate(data: &Data<'_>) -> Gate {
     let all: Vec<usize> = (0..n).collect();
     let prep = prepare_with(data, &all, &[], true, false);
     let x = &prep.xs_tr;
-    let fro2 = crate::inference::fit::dot(x, x);
+    let fro2 = crate::linalg::dot(x, x);
     let sigma2 = top_eigen_gram(x, n, p);
     let stable_rank = if sigma2 > 0.0 { fro2 / sigma2 } else { 0.0 };
     let mut reasons = vec![];
@@ -256,7 +256,7 @@ pub fn gate(data: &Data<'_>) -> Gate {
 /// steps apart; a lower bound on the eigenvalue, so the stable rank is never underestimated), run in the smaller of
 /// the row/column spaces.
 pub(crate) fn top_eigen_gram(x: &[f64], n: usize, p: usize) -> f64 {
-    use crate::inference::fit::{dot, x_v, xt_v};
+    use crate::linalg::{dot, x_v, xt_v};
     let dim = n.min(p);
     let apply = |v: &[f64]| -> Vec<f64> {
         if p <= n {

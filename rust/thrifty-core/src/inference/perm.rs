@@ -15,7 +15,8 @@ use faer::{Accum, Mat, MatRef, Par};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
-use crate::inference::fit::{dot, ols, split_r, train_response, wcorr, Data, Learner, Prepared, Spec};
+use crate::inference::fit::{split_r, train_response, wcorr, Data, Learner, Prepared, Spec};
+use crate::linalg::{dot, ols};
 use crate::inference::nb::{fisher_z, Split};
 use crate::rng;
 
@@ -155,8 +156,8 @@ fn fixed_basis_null(spec: &Spec, prep: &Prepared, ys: &[Vec<f64>], split: usize)
         _ => unreachable!("fixed_basis_null is only called for fixed bases"),
     };
     let cols = crate::inference::fit::columns(basis, p, k);
-    let s_tr: Vec<Vec<f64>> = cols.iter().map(|b| crate::inference::fit::x_v(&prep.xs_tr, prep.n_tr, p, b)).collect();
-    let s_te: Vec<Vec<f64>> = cols.iter().map(|b| crate::inference::fit::x_v(&prep.xs_te, prep.n_te, p, b)).collect();
+    let s_tr: Vec<Vec<f64>> = cols.iter().map(|b| crate::linalg::x_v(&prep.xs_tr, prep.n_tr, p, b)).collect();
+    let s_te: Vec<Vec<f64>> = cols.iter().map(|b| crate::linalg::x_v(&prep.xs_te, prep.n_te, p, b)).collect();
     Ok(ys
         .iter()
         .map(|y| {

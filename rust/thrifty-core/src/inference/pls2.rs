@@ -4,7 +4,8 @@
 //! the predicted and observed test responses, both in train-standardised units and pooled over columns
 //! (weights repeated per column).
 use crate::error::{Result, ThriftyError};
-use crate::inference::fit::{dot, is_constant, prepare, wcorr, x_v, xt_v, Data};
+use crate::inference::fit::{is_constant, prepare, wcorr, Data};
+use crate::linalg::{dot, x_v, xt_v};
 
 /// Row-major n×m response and its train-standardised, √w-scaled train part.
 fn standardise_y(y: &[f64], m: usize, rows: &[usize], w: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {

@@ -1,6 +1,7 @@
 //! Cross-checks of the inference core: closed forms, brute force, route agreement, thread independence.
 use super::baselines::{cv_permutation, deflate, jackknife, pls_fit};
-use super::fit::{dot, prepare, split_r, train_response, wcorr, x_v, xt_v, Data, Learner, Rotation, Spec};
+use super::fit::{prepare, split_r, train_response, wcorr, Data, Learner, Rotation, Spec};
+use crate::linalg::{dot, x_v, xt_v};
 use super::nb::{draw_splits, gate, split_correlations};
 use super::perm::{nb_permutation_null, Route};
 use crate::rng;
@@ -52,7 +53,7 @@ fn pls_coef_equals_krylov_ols() {
             basis.push(xt_v(&prep.xs_tr, n, p, &t));
         }
         let s: Vec<Vec<f64>> = basis.iter().map(|b| x_v(&prep.xs_tr, n, p, b)).collect();
-        let beta = super::fit::ols(&s, &ytr).unwrap();
+        let beta = crate::linalg::ols(&s, &ytr).unwrap();
         for j in 0..p {
             let c: f64 = (0..k).map(|a| beta[a] * basis[a][j]).sum();
             assert!((c - coef[j]).abs() < 1e-9 * (1.0 + c.abs()), "k={k} j={j}: {c} vs {}", coef[j]);

@@ -123,6 +123,8 @@ impl Clusters {
     /// the same pass returns the exact weighted SSE of the partition about its new means, via
     /// Σ w‖x − c̃_j‖² = Σ w‖x − c_j‖² + W_j‖c_j − c̃_j‖² with c̃ = `old_means` (close to c, so no
     /// cancellation).
+    // the row index addresses labels, weights and rows together
+    #[allow(clippy::needless_range_loop)]
     fn from_labels<T: Real>(data: &Data<'_, T>, labels: &[u32], k: usize, old_means: &[f64], with_sse: bool) -> (Self, f64) {
         let (d, n) = (data.d, data.n());
         // Fixed blocks (the same on any thread count), few enough that their partial sums stay
@@ -130,7 +132,9 @@ impl Clusters {
         let old_norms = center_norms(old_means, d);
         let n_blocks = n.div_ceil(4096).clamp(1, 64).min(((1usize << 28) / (8 * k * d).max(1)).max(1));
         let block = n.div_ceil(n_blocks);
-        let partial: Vec<(Vec<usize>, Vec<f64>, Vec<f64>, f64)> = (0..n_blocks)
+        // per block: counts, weight sums, coordinate sums (k×d) and the SSE about `old_means`
+        type BlockSums = (Vec<usize>, Vec<f64>, Vec<f64>, f64);
+        let partial: Vec<BlockSums> = (0..n_blocks)
             .into_par_iter()
             .map(|b| {
                 let mut counts = vec![0usize; k];

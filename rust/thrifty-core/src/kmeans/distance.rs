@@ -168,8 +168,8 @@ mod tests {
             tile_partial_dists(&x, d, &c, &cc, k, &mut s);
             for (r, &i) in s.rows.iter().enumerate() {
                 let exact: Vec<f64> = (0..k).map(|j| sq_dist(&x[i * d..(i + 1) * d], &c[j * d..(j + 1) * d])).collect();
-                for j in 0..k {
-                    assert!((xx[i] + s.dots[r * k + j] - exact[j]).abs() <= 1e-9 * (1.0 + exact[j]), "d={d}");
+                for (j, &ex) in exact.iter().enumerate() {
+                    assert!((xx[i] + s.dots[r * k + j] - ex).abs() <= 1e-9 * (1.0 + ex), "d={d}");
                 }
                 let (j1, p1, p2) = top2(&mut s.dots[r * k..(r + 1) * k]);
                 let mut sorted = exact.clone();

@@ -73,7 +73,9 @@ pub fn kmeans_plusplus<T: Real>(
         for &q in &cands {
             x.push_row(q, d, &mut cx_all);
         }
-        let per_list: Vec<(Vec<f64>, Vec<Vec<(u32, f64)>>)> = members
+        // per list: the potential each candidate removes, and the (point, distance) pairs it takes over
+        type ListGains = (Vec<f64>, Vec<Vec<(u32, f64)>>);
+        let per_list: Vec<ListGains> = members
             .par_iter()
             .enumerate()
             .map_init(
