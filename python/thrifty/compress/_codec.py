@@ -478,8 +478,8 @@ class LayerCodec:
                 self.u = planned[:, : cfg.rank].contiguous()  # from the planning sample of this very batch
             else:
                 self.u = _top_basis(x32, cfg.rank)
-            # float64 sums: near full rank the share outside the basis (~1e-7 on the GPT benchmark) is below
-            # float32 summation noise (which printed energies of 1.0001)
+            # float64 sums (once per basis): near full rank the share outside the basis (~1e-7 on the GPT
+            # benchmark) is below float32 summation noise
             total = float(torch.linalg.vector_norm(x32, dtype=torch.float64).square())
             self._energy = float(torch.linalg.vector_norm(x32 @ self.u, dtype=torch.float64).square()) / total if total > 0 else 1.0
         elif cfg.refresh_every > 0 and self.step % cfg.refresh_every == 0:
