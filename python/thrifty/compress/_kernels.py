@@ -22,7 +22,9 @@ columns. Stored factors:
 The CPU implementations call ``thrifty._stac_cpu``; the CUDA ones call ``thrifty._stac_cuda``, imported only
 when a CUDA tensor arrives. Dense GEMMs (``X·U``, ``(Gᵀ·deq(C))·Uᵀ``, ``deq(C)·Uᵀ``) use ``torch.mm``; the
 compiled kernels do everything that touches the residual. A NumPy reference of the contract lives in
-``thrifty.compress._reference``.
+``thrifty.compress._reference``; when ``thrifty._stac_cpu`` is not built (a wheel from ``pip install .``,
+which builds only the Rust extension) CPU tensors run that reference instead - the same bits, much slower -
+with a one-time RuntimeWarning, and ``backends()["cpu_fallback"]`` says so.
 """
 
 import importlib
@@ -31,6 +33,7 @@ import json
 import math
 import os
 import threading
+import warnings
 from types import ModuleType
 from typing import Any, NamedTuple
 
@@ -93,6 +96,54 @@ def _cpu() -> ModuleType:
     return _load("_stac_cpu")
 
 
+_warned_fallback = False
+
+
+def _cpu_or_fallback() -> ModuleType | None:
+    """The compiled CPU kernels, or None: then the NumPy reference of the same contract runs instead (slow;
+    a wheel built by ``pip install .`` has no cpp/ build). Warns once; ``backends()`` reports it."""
+    global _warned_fallback
+    try:
+        return _cpu()
+    except RuntimeError as exc:
+        if not _warned_fallback:
+            _warned_fallback = True
+            warnings.warn(
+                f"{exc} Falling back to the NumPy reference kernels (same results, much slower).",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return None
+
+
+def _np(t: Tensor) -> Any:
+    return t.detach().contiguous().numpy()
+
+
+def _fallback_compress(
+    x: Tensor, u: Tensor, proj: Tensor, coef: str, block: int, k: int, bits: int, stochastic: bool, seed: int,
+    out: tuple[Tensor, Tensor, Tensor, Tensor, Tensor],
+) -> None:  # fmt: skip
+    if not (bool(torch.isfinite(proj).all()) and bool(torch.isfinite(x).all())):
+        raise ValueError("x: contains NaN or infinity (non-finite coefficients or residual)")
+    from thrifty.compress import _reference
+
+    got = _reference.compress(
+        _np(x.to(torch.float32)), _np(u), _np(proj), coef=coef, block=block, k=k, bits=bits,
+        stochastic=stochastic, seed=_seed_u64(seed),
+    )  # fmt: skip
+    for dst, src in zip(out, got):
+        if dst.numel():
+            dst.copy_(torch.from_numpy(src).reshape(dst.shape).to(dst.dtype))
+
+
+def _fallback_dense_residual(vals: Tensor, idx: Tensor, scales: Tensor, d: int, block: int, bits: int) -> Tensor:
+    from thrifty.compress import _reference
+
+    dense = _reference.dense_residual(_np(vals), _np(idx), _np(scales), d=d, block=block, bits=bits)
+    return torch.from_numpy(dense).to(torch.float32)  # each entry is one float32 value q*scale
+
+
 def _cuda() -> ModuleType:
     return _load("_stac_cuda")
 
@@ -125,7 +176,9 @@ def backends() -> dict[str, Any]:
 
     Returns
     -------
-    dict with keys ``cpu`` (bool: the CPU kernels load), ``cpu_simd`` (str), ``cuda_built`` (bool: the CUDA
+    dict with keys ``cpu`` (bool: the CPU kernels load), ``cpu_simd`` (str), ``cpu_fallback`` (str: ``""``, or
+    ``"numpy-reference"`` when the compiled CPU kernels are missing and CPU tensors run the NumPy reference of
+    the same contract - identical results, much slower), ``cuda_built`` (bool: the CUDA
     module was compiled), ``cuda_available`` (bool: torch sees a GPU), ``cuda`` (bool: the CUDA kernels load
     and a GPU is present), ``cuda_architectures`` (str, e.g. ``"90-real;90-virtual"``), ``cuda_compiler``
     (nvcc version used), ``torch`` (version) and ``errors`` (dict of import errors, empty when all is well).
@@ -140,6 +193,9 @@ def backends() -> dict[str, Any]:
         out["cpu"] = False
         out["cpu_simd"] = ""
         out["errors"]["_stac_cpu"] = str(exc)
+    # without the compiled CPU kernels (a wheel from `pip install .` builds no cpp/), CPU tensors run the
+    # NumPy reference of the same contract: correct, slow
+    out["cpu_fallback"] = "" if out["cpu"] else "numpy-reference"
     built = importlib.util.find_spec("thrifty._stac_cuda") is not None
     out["cuda_built"] = built
     out["cuda_available"] = bool(torch.cuda.is_available())
@@ -317,7 +373,7 @@ def _compress_op(
     scales = torch.empty((n, nb) if k > 0 else (n, 0), dtype=torch.float32, device=x.device)
     if n == 0:
         return c, c_scale, vals, idx, scales
-    ut = u.t().contiguous()
+    ut = u.t().contiguous() if k > 0 else u  # Uᵀ is read only for the residual
     args = (
         xr.data_ptr(), _X_DTYPES[x.dtype], n, d, xr.stride(0) if n > 1 else d, ut.data_ptr(), proj.data_ptr(), r,
         _COEF_CODE[coef], c.data_ptr(), c_scale.data_ptr(), block, k, bits, bool(stochastic), _seed_u64(seed),
@@ -325,8 +381,10 @@ def _compress_op(
     )  # fmt: skip
     if x.device.type == "cuda":
         _cuda().compress(*args, _device(x), _stream(x))
+    elif (mod := _cpu_or_fallback()) is None:
+        _fallback_compress(xr, u, proj, coef, block, k, bits, bool(stochastic), seed, (c, c_scale, vals, idx, scales))
     else:
-        bad = _cpu().compress(*args, _threads())
+        bad = mod.compress(*args, _threads())
         if bad:
             raise ValueError(f"x: contains NaN or infinity ({bad} non-finite coefficients or residual blocks)")
     return c, c_scale, vals, idx, scales
@@ -446,8 +504,10 @@ def _grad_weight_op(
         n_ws = int(mod.residual_grad_workspace(n, d, block, k, m))
         ws = torch.empty(n_ws, dtype=torch.float32, device=g.device) if n_ws else None
         mod.residual_grad(*args, 0 if ws is None else ws.data_ptr(), _device(g), _stream(g))
+    elif (cpu := _cpu_or_fallback()) is None:
+        out += g32.t().mm(_fallback_dense_residual(vc, ic, sc, d, block, bits))
     else:
-        _cpu().residual_grad(*args, _threads())
+        cpu.residual_grad(*args, _threads())
     return out
 
 
@@ -528,8 +588,10 @@ def _decompress_op(
     args = (vc.data_ptr(), ic.data_ptr(), sc.data_ptr(), n, d, block, k, bits, out.data_ptr(), d)
     if c.device.type == "cuda":
         _cuda().residual_scatter(*args, _device(c), _stream(c))
+    elif (cpu := _cpu_or_fallback()) is None:
+        out += _fallback_dense_residual(vc, ic, sc, d, block, bits)
     else:
-        _cpu().residual_scatter(*args, _threads())
+        cpu.residual_scatter(*args, _threads())
     return out
 
 
@@ -574,7 +636,10 @@ def _refresh_op(x: Tensor, u: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     with torch.autocast(device_type=x.device.type, enabled=False):
         x32 = x if x.dtype == torch.float32 else x.to(torch.float32)
         y = _mm32(x32.t(), _mm32(x32, u))  # Xᵀ(X·U), (d, r)
-        q = torch.linalg.qr(y).Q.contiguous()  # Householder: orthonormal even when Y is rank deficient
+        # Householder (orthonormal even when Y is rank deficient): geqrf + orgqr, the calls linalg.qr makes,
+        # without forming R (its triu copy was ~10% of the QR's time on the benchmark GPT)
+        a, tau = torch.geqrf(y)
+        q = torch.linalg.householder_product(a, tau).contiguous()
         xq = _mm32(x32, q)
         total = torch.linalg.vector_norm(x32).square()
         captured = torch.linalg.vector_norm(xq).square()

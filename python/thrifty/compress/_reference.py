@@ -1,4 +1,6 @@
-"""NumPy references of the STAC-R kernels' numerical contract (tests only; slow, written for clarity).
+"""NumPy references of the STAC-R kernels' numerical contract (slow, written for clarity).
+
+Used by the tests, and by ``_kernels`` as the CPU fallback when ``thrifty._stac_cpu`` is not built.
 
 The compiled kernels (``thrifty._stac_cpu`` and ``thrifty._stac_cuda``) must equal :func:`compress` bit for
 bit, and :func:`grad_weight` / :func:`decompress` (computed here in float64) to rounding error. Every
