@@ -46,8 +46,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import torch
-from thrifty.compress import SavedBytesMeter, compress_saved, stac_r
 from torch import nn
+
+from thrifty.compress import SavedBytesMeter, compress_saved, stac_r
 
 TOPICS = ("specialnames", "compound", "types", "formatstrings", "string-methods", "typesseq", "debugger",
           "attribute-access")  # fmt: skip

@@ -38,6 +38,8 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
+from tiny_gpt import GPT, GPTConfig, get_batch, load_corpus
+
 from thrifty.compress import (
     GaLoreAdamW,
     SavedBytesMeter,
@@ -46,7 +48,6 @@ from thrifty.compress import (
     stac_r,
 )
 from thrifty.compress._linear import CompressedLinear
-from tiny_gpt import GPT, GPTConfig, get_batch, load_corpus
 
 
 def tensor_bytes(t: torch.Tensor | None) -> int:

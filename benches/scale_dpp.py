@@ -100,6 +100,7 @@ def main() -> None:
     n, m = int(args.rows), args.m
     os.environ.setdefault("RAYON_NUM_THREADS", "1")
     from distributed import Client, LocalCluster
+
     from thrifty.dpp import Coreset, ProjectionDPP
 
     cluster = LocalCluster(
@@ -145,7 +146,8 @@ def main() -> None:
         f"    10 exact samples of {dpp.rank} items: {t_s:.1f} s wall (one fetch round; rows fetched <= 10 x ~{int(2 * P * np.log(P + 1)) + 64})"
     )
     say(
-        f"    bytes to the driver: TSQR nodes + block totals ~{moved_fit / 2**20:.2f} MiB; per sample ~{(int(2 * P * np.log(P + 1)) + 64) * P * 8 / 1024:.0f} KiB of rows"
+        f"    bytes to the driver: TSQR nodes + block totals ~{moved_fit / 2**20:.2f} MiB; "
+        f"per sample ~{(int(2 * P * np.log(P + 1)) + 64) * P * 8 / 1024:.0f} KiB of rows"
     )
     peak.stop()
     say(

@@ -98,6 +98,7 @@ def main() -> int:
     import dask
     import dask.array as da
     from distributed import Client, LocalCluster
+
     from thrifty.inference import GateWarning, subspace_test
 
     warnings.simplefilter("ignore", GateWarning)

@@ -56,6 +56,7 @@ def dataset(n: int, block_rows: int, seed: int) -> Any:
 def nearest_sse(client: Any, X: Any, centers: np.ndarray) -> float:
     """Σ min_j ‖x − c_j‖² over the dask array (one pass): the same yardstick for both libraries."""
     import dask
+
     from thrifty import _core
 
     c = np.ascontiguousarray(centers, dtype=np.float32)
@@ -88,6 +89,7 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "output", "scale_kmeans.txt"))
     args = ap.parse_args()
     from distributed import Client, LocalCluster
+
     from thrifty.cluster import DaskHartiganKMeans
 
     lines: list[str] = []

@@ -26,6 +26,7 @@ def main() -> None:
     args = ap.parse_args()
     import dask.array as da
     from distributed import Client, LocalCluster
+
     from thrifty.cluster import DaskHartiganKMeans
 
     lines: list[str] = []

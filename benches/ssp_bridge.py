@@ -36,6 +36,7 @@ from compress_gpt import (
     new_model,
     train_step,
 )
+
 from thrifty.compress import PredictConfig, predict
 
 

@@ -44,8 +44,9 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-from thrifty.compress import PredictConfig, SavedBytesMeter, predict, stac_r, unwrap
 from tiny_gpt import GPT, GPTConfig
+
+from thrifty.compress import PredictConfig, SavedBytesMeter, predict, stac_r, unwrap
 
 
 class NeoXBlock(nn.Module):
@@ -226,7 +227,9 @@ def main() -> int:
         elif name == "pythia-1.4b":
             d = 2048 // s
             x = torch.randn(2, t, d, generator=gen).to(dev)
-            out += run_case(f"pythia-1.4b-shaped ({args.blocks} blk)", lambda d=d: Stack([NeoXBlock(d, max(1, 16 // (4 if args.smoke else 1))) for _ in range(args.blocks)]),
+            heads = max(1, 16 // (4 if args.smoke else 1))
+            out += run_case(f"pythia-1.4b-shaped ({args.blocks} blk)",
+                            lambda d=d: Stack([NeoXBlock(d, heads) for _ in range(args.blocks)]),
                             (x,), stack_loss, ratios, dev)  # fmt: skip
         else:
             d, m = (2048, 8192) if name.startswith("llama") else (896, 4864)

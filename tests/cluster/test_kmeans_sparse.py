@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 from threadpoolctl import threadpool_limits
+
 from thrifty.cluster import HartiganKMeans
 
 

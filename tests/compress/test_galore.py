@@ -7,6 +7,8 @@ import math
 
 import pytest
 import torch
+from torch import nn
+
 from thrifty.compress import (
     GaLoreAdamW,
     GaLoreProjector,
@@ -16,7 +18,6 @@ from thrifty.compress import (
     stac_r,
 )
 from thrifty.compress._galore import project_from_factors, shared_basis
-from torch import nn
 
 
 def _structured(n: int, d: int, rank: int, seed: int) -> torch.Tensor:

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
 from thrifty.compress import compress_saved, stac_r
 from thrifty.compress._codec import LayerCodec
 from thrifty.compress._hooks import SavedCompressor
-from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 
 class _Block(nn.Module):

@@ -7,6 +7,8 @@ import gc
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
+
 from thrifty.compress import (
     CompressedLinear,
     PredictConfig,
@@ -15,7 +17,6 @@ from thrifty.compress import (
     predict,
     stac_r,
 )
-from torch import nn
 
 
 def _lowrank(n: int, d: int, r: int = 6, seed: int = 0) -> torch.Tensor:

@@ -6,8 +6,9 @@ import warnings
 
 import pytest
 import torch
-from thrifty.compress import PredictConfig, predict, stac_r
 from torch import nn
+
+from thrifty.compress import PredictConfig, predict, stac_r
 
 
 def _model() -> nn.Sequential:

@@ -20,6 +20,7 @@ da = pytest.importorskip("dask.array")
 joblib = pytest.importorskip("joblib")
 
 from sklearn.decomposition import PCA
+
 from thrifty.inference import GateWarning, component_tests, subspace_test
 
 g = np.random.default_rng(11)

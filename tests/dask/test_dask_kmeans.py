@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_digits, make_blobs
+
 from thrifty.cluster import DaskHartiganKMeans, HartiganKMeans
 from thrifty.cluster._blocked import tree_reduce
 from thrifty.cluster._dask import WorkerLostError

@@ -873,7 +873,7 @@ def _predict(
         else:
             verdict[sid] = (True, "net saving")
     rows_out: list[LayerPrediction] = []
-    for i, n in enumerate(candidates):
+    for n in candidates:
         lin = modules[n]
         assert isinstance(lin, nn.Linear)
         sids = storages_of.get(n, [])

@@ -178,7 +178,11 @@ class Coreset:
         else:
             raise ValueError(f"kernel must be 'haar' or 'ope' for a dask array, got {kernel!r}")
         if rank < mm:
-            warnings.warn(f"kernel={kernel!r} has rank {rank} < m = {mm} on these data: the coreset has {rank} points", ReducedRankWarning, stacklevel=3)
+            warnings.warn(
+                f"kernel={kernel!r} has rank {rank} < m = {mm} on these data: the coreset has {rank} points",
+                ReducedRankWarning,
+                stacklevel=3,
+            )
         kd = 1.0 / w
         if weights == "self_normalized":
             w = w * (n / w.sum())

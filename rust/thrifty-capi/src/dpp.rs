@@ -13,8 +13,8 @@ use thrifty_core::dpp::PivotPath;
 use thrifty_core::threads::with_threads;
 
 use crate::{
-    fill_ragged, guard, matrix, opt_slice, out, put, size2, symmetric, threads, write_matrix, Fail,
-    Res, ThriftyRagged, NEVER,
+    fill_ragged, guard, matrix, opt_slice, out, put, size2, symmetric, threads, write_matrix, Fail, Res, ThriftyRagged,
+    NEVER,
 };
 
 /// Projection sampler: accept/reject proposals from the leverage scores (the default).
@@ -103,11 +103,7 @@ fn ortho_check(on: bool, n: usize, p: usize, seed: u64) -> OrthoCheck {
     } else if (n as f64) * (p as f64) * (p as f64) <= 2_000_000.0 {
         OrthoCheck::Exact { tol: 1e-6 }
     } else {
-        OrthoCheck::Randomized {
-            tol: 1e-6,
-            probes: 2,
-            seed,
-        }
+        OrthoCheck::Randomized { tol: 1e-6, probes: 2, seed }
     }
 }
 
@@ -137,9 +133,7 @@ pub unsafe extern "C" fn thrifty_dpp_projection_sample(
         positive(count, "count")?;
         let dst = out(samples_out, size2("samples_out", count, p)?, "samples_out")?;
         let proj = Projection::new(&us[..], n, p, ortho_check(check != 0, n, p, seed))?;
-        let flat = with_threads(threads(n_threads), || {
-            proj.sample_range(&us[..], 0, count, m, seed, &NEVER)
-        })??;
+        let flat = with_threads(threads(n_threads), || proj.sample_range(&us[..], 0, count, m, seed, &NEVER))??;
         write_flat(dst, &flat);
         if !leverage_out.is_null() {
             out(leverage_out, n, "leverage_out")?.copy_from_slice(&proj.leverage);
@@ -148,27 +142,14 @@ pub unsafe extern "C" fn thrifty_dpp_projection_sample(
     })
 }
 
-unsafe fn spectrum(
-    l: *const f64,
-    features: *const f64,
-    n: usize,
-    d: usize,
-    layout: i32,
-) -> Res<Spectrum> {
+unsafe fn spectrum(l: *const f64, features: *const f64, n: usize, d: usize, layout: i32) -> Res<Spectrum> {
     match (l.is_null(), features.is_null()) {
-        (false, true) => Ok(Spectrum::from_kernel(
-            symmetric(l, n, layout, "l")?,
-            n,
-            f64::EPSILON,
-        )?),
+        (false, true) => Ok(Spectrum::from_kernel(symmetric(l, n, layout, "l")?, n, f64::EPSILON)?),
         (true, false) => {
             let f = matrix(features, n, d, layout, "features")?;
             Ok(Spectrum::from_features(&f[..], n, d)?)
         }
-        _ => Err(Fail::invalid(
-            "l",
-            "give exactly one of l (n x n) and features (n x d); the other must be NULL",
-        )),
+        _ => Err(Fail::invalid("l", "give exactly one of l (n x n) and features (n x d); the other must be NULL")),
     }
 }
 
@@ -196,9 +177,7 @@ pub unsafe extern "C" fn thrifty_dpp_lensemble_sample(
         }
         positive(count, "count")?;
         let spec = spectrum(l, features, n, d, layout)?;
-        let rows = with_threads(threads(n_threads), || {
-            spec.sample_many(0, count, seed, &NEVER)
-        })??;
+        let rows = with_threads(threads(n_threads), || spec.sample_many(0, count, seed, &NEVER))??;
         if !inclusion_out.is_null() {
             out(inclusion_out, n, "inclusion_out")?.copy_from_slice(&spec.inclusion());
         }
@@ -228,9 +207,7 @@ pub unsafe extern "C" fn thrifty_dpp_kdpp_sample(
         positive(count, "count")?;
         let dst = out(samples_out, size2("samples_out", count, k)?, "samples_out")?;
         let spec = spectrum(l, features, n, d, layout)?;
-        let flat = with_threads(threads(n_threads), || {
-            spec.sample_k_many(k, 0, count, seed, &NEVER)
-        })??;
+        let flat = with_threads(threads(n_threads), || spec.sample_k_many(k, 0, count, seed, &NEVER))??;
         write_flat(dst, &flat);
         Ok(())
     })
@@ -280,14 +257,7 @@ pub unsafe extern "C" fn thrifty_coreset_options_init(options: *mut ThriftyCores
 }
 
 /// Affine map of the data box onto [lo, hi]^d, exactly as `thrifty.dpp._kernels.map_to_domain`.
-fn map_to_domain(
-    x: &[f64],
-    n: usize,
-    d: usize,
-    domain: Option<Vec<f64>>,
-    lo: f64,
-    hi: f64,
-) -> Res<Vec<f64>> {
+fn map_to_domain(x: &[f64], n: usize, d: usize, domain: Option<Vec<f64>>, lo: f64, hi: f64) -> Res<Vec<f64>> {
     let (a, b): (Vec<f64>, Vec<f64>) = match domain {
         None => {
             let mut a = vec![f64::INFINITY; d];
@@ -298,34 +268,21 @@ fn map_to_domain(
                     b[j] = b[j].max(row[j]);
                 }
             }
-            let span: Vec<f64> = (0..d)
-                .map(|j| if b[j] > a[j] { b[j] - a[j] } else { 1.0 })
-                .collect();
-            (
-                (0..d).map(|j| a[j] - 1e-6 * span[j]).collect(),
-                (0..d).map(|j| b[j] + 1e-6 * span[j]).collect(),
-            )
+            let span: Vec<f64> = (0..d).map(|j| if b[j] > a[j] { b[j] - a[j] } else { 1.0 }).collect();
+            ((0..d).map(|j| a[j] - 1e-6 * span[j]).collect(), (0..d).map(|j| b[j] + 1e-6 * span[j]).collect())
         }
         Some(bx) => {
             if bx.iter().any(|v| !v.is_finite()) || (0..d).any(|j| !(bx[2 * j + 1] > bx[2 * j])) {
                 return Err(Fail::invalid(
                     "domain",
-                    format!(
-                        "must be a finite array of shape ({d}, 2) with low < high on every axis"
-                    ),
+                    format!("must be a finite array of shape ({d}, 2) with low < high on every axis"),
                 ));
             }
             let a: Vec<f64> = (0..d).map(|j| bx[2 * j]).collect();
             let b: Vec<f64> = (0..d).map(|j| bx[2 * j + 1]).collect();
-            let outside = x
-                .chunks_exact(d)
-                .filter(|r| (0..d).any(|j| r[j] < a[j] || r[j] > b[j]))
-                .count();
+            let outside = x.chunks_exact(d).filter(|r| (0..d).any(|j| r[j] < a[j] || r[j] > b[j])).count();
             if outside > 0 {
-                return Err(Fail::invalid(
-                    "x",
-                    format!("has {outside} point(s) outside the kernel's domain"),
-                ));
+                return Err(Fail::invalid("x", format!("has {outside} point(s) outside the kernel's domain")));
             }
             (a, b)
         }
@@ -353,10 +310,7 @@ fn coreset_draw(
     seed: u64,
 ) -> Res<(Vec<usize>, Vec<f64>)> {
     if m > n {
-        return Err(Fail::invalid(
-            "m",
-            format!("m = {m} exceeds the number of points ({n})"),
-        ));
+        return Err(Fail::invalid("m", format!("m = {m} exceeds the number of points ({n})")));
     }
     let ones = vec![1.0; n];
     let g: &[f64] = density.unwrap_or(&ones);
@@ -374,11 +328,7 @@ fn coreset_draw(
             };
             let z = map_to_domain(x, n, d, domain, 0.0, 1.0)?;
             let (cells, _vol) = kernels::partition(&z, n, d, m, split)?;
-            let g = if split == Split::Quantile {
-                &ones[..]
-            } else {
-                g
-            };
+            let g = if split == Split::Quantile { &ones[..] } else { g };
             let (kdiag, _rank) = kernels::haar_diagonal(&cells, m, g)?;
             // As thrifty.dpp.StratifiedDPP: relabel the cells 0..rank-1 (sorted) and renormalise.
             let mut used: Vec<usize> = cells.clone();
@@ -394,10 +344,7 @@ fn coreset_draw(
                 tot[l] += kdiag[i];
             }
             if tot.iter().any(|&t| !(t > 0.0)) {
-                return Err(Fail::invalid(
-                    "density",
-                    "every cell needs a positive total probability",
-                ));
+                return Err(Fail::invalid("density", "every cell needs a positive total probability"));
             }
             let kd: Vec<f64> = (0..n).map(|i| kdiag[i] / tot[lab[i]]).collect();
             let strat = Stratified::new(&lab, used.len(), &kd)?;
@@ -407,10 +354,7 @@ fn coreset_draw(
         THRIFTY_KERNEL_OPE | THRIFTY_KERNEL_DAUBECHIES => {
             let feats = if o.kernel == THRIFTY_KERNEL_DAUBECHIES {
                 if !(1..=4).contains(&o.order) {
-                    return Err(Fail::invalid(
-                        "order",
-                        format!("must be in [1, 4], got {}", o.order),
-                    ));
+                    return Err(Fail::invalid("order", format!("must be in [1, 4], got {}", o.order)));
                 }
                 if !m.is_power_of_two() {
                     return Err(Fail::invalid(
@@ -424,10 +368,7 @@ fn coreset_draw(
                 if !(o.jacobi_a > -1.0 && o.jacobi_b > -1.0) {
                     return Err(Fail::invalid(
                         "jacobi",
-                        format!(
-                            "exponents must be > -1, got ({}, {})",
-                            o.jacobi_a, o.jacobi_b
-                        ),
+                        format!("exponents must be > -1, got ({}, {})", o.jacobi_a, o.jacobi_b),
                     ));
                 }
                 let z = map_to_domain(x, n, d, domain, -1.0, 1.0)?;
@@ -468,11 +409,7 @@ pub unsafe extern "C" fn thrifty_dpp_coreset(
     inclusion_out: *mut f64,
 ) -> i32 {
     guard(|| {
-        let o = if options.is_null() {
-            ThriftyCoresetOptions::default()
-        } else {
-            *options
-        };
+        let o = if options.is_null() { ThriftyCoresetOptions::default() } else { *options };
         let xs = matrix(x, n, d, layout, "x")?;
         positive(m, "m")?;
         let idx_buf = out(indices_out, m, "indices_out")?;
@@ -481,16 +418,11 @@ pub unsafe extern "C" fn thrifty_dpp_coreset(
             return Err(Fail::null("size_out"));
         }
         if xs.iter().any(|v| !v.is_finite()) {
-            return Err(Fail::from(thrifty_core::ThriftyError::NotFinite {
-                arg: "x",
-            }));
+            return Err(Fail::from(thrifty_core::ThriftyError::NotFinite { arg: "x" }));
         }
         let density = opt_slice(o.density, n);
-        let domain = if o.domain.is_null() {
-            None
-        } else {
-            Some(matrix(o.domain, d, 2, layout, "domain")?.into_owned())
-        };
+        let domain =
+            if o.domain.is_null() { None } else { Some(matrix(o.domain, d, 2, layout, "domain")?.into_owned()) };
         let (idx, kd) = coreset_draw(&xs, n, d, m, &o, density, domain, seed)?;
         let mut w: Vec<f64> = idx.iter().map(|&i| 1.0 / kd[i]).collect();
         if o.self_normalized != 0 {
@@ -529,19 +461,13 @@ fn check_mode(code: i32) -> Res<Check> {
         THRIFTY_CHECK_SKIP => Ok(Check::Skip),
         THRIFTY_CHECK_READ => Ok(Check::Read),
         THRIFTY_CHECK_FULL => Ok(Check::Full),
-        other => Err(Fail::kind(
-            "check",
-            format!("must be THRIFTY_CHECK_SKIP/READ/FULL (0/1/2), got {other}"),
-        )),
+        other => Err(Fail::kind("check", format!("must be THRIFTY_CHECK_SKIP/READ/FULL (0/1/2), got {other}"))),
     }
 }
 
 fn check_tol(tol: f64) -> Res<f64> {
     if !(tol.is_finite() && tol > 0.0) {
-        return Err(Fail::invalid(
-            "tol",
-            format!("must be positive and finite, got {tol}"),
-        ));
+        return Err(Fail::invalid("tol", format!("must be positive and finite, got {tol}")));
     }
     Ok(tol)
 }

@@ -207,9 +207,7 @@ pub struct ThriftyComponentResult {
 
 /// Fill `options` with the defaults (those of the Python function).
 #[no_mangle]
-pub unsafe extern "C" fn thrifty_subspace_options_init(
-    options: *mut ThriftySubspaceOptions,
-) -> i32 {
+pub unsafe extern "C" fn thrifty_subspace_options_init(options: *mut ThriftySubspaceOptions) -> i32 {
     guard(|| put(options, ThriftySubspaceOptions::default(), "options"))
 }
 
@@ -225,11 +223,7 @@ fn frexp_exp(m: f64) -> i64 {
     if m == 0.0 || !m.is_finite() {
         return 0;
     }
-    let (v, adj) = if m.abs() < f64::MIN_POSITIVE {
-        (m * 2f64.powi(54), -54)
-    } else {
-        (m, 0)
-    };
+    let (v, adj) = if m.abs() < f64::MIN_POSITIVE { (m * 2f64.powi(54), -54) } else { (m, 0) };
     ((v.to_bits() >> 52) & 0x7ff) as i64 - 1022 + adj
 }
 
@@ -253,18 +247,10 @@ fn pow2_scaled(a: &[f64], rows: usize, cols: usize, per_column: bool) -> Vec<f64
         return out;
     }
     let absmax = |it: &mut dyn Iterator<Item = f64>| {
-        it.fold(0.0f64, |m, v| {
-            if v.is_nan() || m.is_nan() {
-                f64::NAN
-            } else {
-                m.max(v.abs())
-            }
-        })
+        it.fold(0.0f64, |m, v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v.abs()) })
     };
     let e: Vec<i64> = if per_column {
-        (0..cols)
-            .map(|j| frexp_exp(absmax(&mut (0..rows).map(|i| a[i * cols + j]))))
-            .collect()
+        (0..cols).map(|j| frexp_exp(absmax(&mut (0..rows).map(|i| a[i * cols + j])))).collect()
     } else {
         vec![frexp_exp(absmax(&mut a.iter().copied())); cols]
     };
@@ -297,14 +283,7 @@ const NB_MIN_STABLE_RANK: f64 = 8.0;
 
 /// Python's `_nb_learner_reason(...) is not None`: the NB correction does not hold for this
 /// learner, size or spectrum, so `method = AUTO` runs the NB-permutation test.
-fn learner_fires(
-    pls: bool,
-    k: usize,
-    multi: bool,
-    w: Option<&[f64]>,
-    n: usize,
-    g: &nb::Gate,
-) -> bool {
+fn learner_fires(pls: bool, k: usize, multi: bool, w: Option<&[f64]>, n: usize, g: &nb::Gate) -> bool {
     multi
         || !pls
         || k != 1
@@ -351,9 +330,7 @@ impl Problem<'_> {
     fn gate(&self) -> Res<nb::Gate> {
         // The gate does not look at y; Data's checks need a non-constant response: 0..n (as in Python).
         let dummy: Vec<f64> = (0..self.n).map(|i| i as f64).collect();
-        Ok(nb::gate(&Data::new(
-            self.x, self.n, self.p, &dummy, self.w,
-        )?))
+        Ok(nb::gate(&Data::new(self.x, self.n, self.p, &dummy, self.w)?))
     }
 }
 
@@ -365,30 +342,20 @@ unsafe fn explicit_splits(o: &ThriftySubspaceOptions, n: usize) -> Res<Option<Ve
     let count = at_least(o.n_explicit_splits, "n_explicit_splits", 2)?;
     let offsets = slice(o.train_offsets, count + 1, "train_offsets")?;
     if offsets[0] != 0 || offsets.windows(2).any(|w| w[1] < w[0]) {
-        return Err(Fail::invalid(
-            "train_offsets",
-            "must start at 0 and be non-decreasing",
-        ));
+        return Err(Fail::invalid("train_offsets", "must start at 0 and be non-decreasing"));
     }
-    let total = usize::try_from(offsets[count])
-        .map_err(|_| Fail::invalid("train_offsets", "is out of range"))?;
+    let total = usize::try_from(offsets[count]).map_err(|_| Fail::invalid("train_offsets", "is out of range"))?;
     let all = slice(o.train_indices, total, "train_indices")?;
     let mut out = Vec::with_capacity(count);
     for j in 0..count {
         let t = &all[offsets[j] as usize..offsets[j + 1] as usize];
         if t.is_empty() {
-            return Err(Fail::invalid(
-                "splits",
-                format!("split {j} has no train indices"),
-            ));
+            return Err(Fail::invalid("splits", format!("split {j} has no train indices")));
         }
         if n - t.len().min(n) < 3 {
             return Err(Fail::invalid(
                 "splits",
-                format!(
-                    "split {j} leaves {} test rows; at least 3 are needed",
-                    n.saturating_sub(t.len())
-                ),
+                format!("split {j} leaves {} test rows; at least 3 are needed", n.saturating_sub(t.len())),
             ));
         }
         out.push(t.to_vec());
@@ -420,9 +387,7 @@ fn run_nb(
 ) -> Res<NbOutcome> {
     let data = prob.data()?;
     let splits = nb::splits_from_train(prob.n, spec.k, trains)?;
-    let r = with_threads(jobs, || {
-        nb::split_correlations(&data, spec, &splits, prob.y)
-    })??;
+    let r = with_threads(jobs, || nb::split_correlations(&data, spec, &splits, prob.y))??;
     // As Python: splits whose held-out r is undefined (NaN) are left out of the test.
     let defined: Vec<bool> = r.iter().map(|v| v.is_finite()).collect();
     let n_def = defined.iter().filter(|&&d| d).count();
@@ -437,49 +402,27 @@ fn run_nb(
         ));
     }
     let r_def: Vec<f64> = r.iter().copied().filter(|v| v.is_finite()).collect();
-    let n_tr: Vec<f64> = trains
-        .iter()
-        .zip(&defined)
-        .filter(|(_, &d)| d)
-        .map(|(t, _)| t.len() as f64)
-        .collect();
+    let n_tr: Vec<f64> = trains.iter().zip(&defined).filter(|(_, &d)| d).map(|(t, _)| t.len() as f64).collect();
     let n_te: Vec<f64> = n_tr.iter().map(|&t| prob.n as f64 - t).collect();
     let ratios: Vec<f64> = n_te.iter().zip(&n_tr).map(|(a, b)| a / b).collect();
     let ratio = numpy_mean(&ratios);
     // rho_hat's Fisher null variance 1/(n_test − 3) holds for a single unweighted response only
     let n_te_mean = numpy_mean(&n_te);
-    let mut res = nb::nb_test(
-        &r_def,
-        ratio,
-        if prob.w.is_some() {
-            None
-        } else {
-            Some(n_te_mean)
-        },
-        level,
-    )?;
+    let mut res = nb::nb_test(&r_def, ratio, if prob.w.is_some() { None } else { Some(n_te_mean) }, level)?;
     if !(res.z_sd > 0.0) {
         // no variation between splits: the NB standard error is 0, the CI undefined
         res.ci_low = f64::NAN;
         res.ci_high = f64::NAN;
     }
     let (null, p_value) = if permute {
-        let null = with_threads(jobs, || {
-            perm::nb_permutation_null(&data, spec, &splits, seed, 0, n_perm, Route::Auto)
-        })??;
+        let null =
+            with_threads(jobs, || perm::nb_permutation_null(&data, spec, &splits, seed, 0, n_perm, Route::Auto))??;
         let p = perm::permutation_p(res.z_mean, &null);
         (null, p)
     } else {
         (Vec::new(), res.p_value)
     };
-    Ok(NbOutcome {
-        r,
-        null,
-        p_value,
-        n_train: numpy_mean(&n_tr),
-        n_test: n_te_mean,
-        res,
-    })
+    Ok(NbOutcome { r, null, p_value, n_train: numpy_mean(&n_tr), n_test: n_te_mean, res })
 }
 
 fn gate_into(res: &mut ThriftySubspaceResult, g: &nb::Gate) {
@@ -504,74 +447,46 @@ fn subspace(
     let (n, p) = (prob.n, prob.p);
     let mut k = at_least(o.n_components, "n_components", 1)?;
     if !(THRIFTY_METHOD_AUTO..=THRIFTY_METHOD_JACKKNIFE).contains(&o.method) {
-        return Err(Fail::kind(
-            "method",
-            format!("must be one of THRIFTY_METHOD_* (0..=5), got {}", o.method),
-        ));
+        return Err(Fail::kind("method", format!("must be one of THRIFTY_METHOD_* (0..=5), got {}", o.method)));
     }
     let rotate = match o.rotate {
         THRIFTY_ROTATE_NONE => Rotation::None,
         THRIFTY_ROTATE_VARIMAX => Rotation::Varimax,
         other => {
-            return Err(Fail::kind(
-                "rotate",
-                format!("must be THRIFTY_ROTATE_NONE (0) or _VARIMAX (1), got {other}"),
-            ))
+            return Err(Fail::kind("rotate", format!("must be THRIFTY_ROTATE_NONE (0) or _VARIMAX (1), got {other}")))
         }
     };
     let level = o.confidence_level;
     if !(level.is_finite() && level > 0.0 && level < 1.0) {
-        return Err(Fail::invalid(
-            "confidence_level",
-            format!("must be in (0, 1), got {level}"),
-        ));
+        return Err(Fail::invalid("confidence_level", format!("must be in (0, 1), got {level}")));
     }
     if !(o.ridge_alpha.is_finite() && o.ridge_alpha > 0.0) {
-        return Err(Fail::invalid(
-            "ridge_alpha",
-            format!("must be in (0, inf), got {}", o.ridge_alpha),
-        ));
+        return Err(Fail::invalid("ridge_alpha", format!("must be in (0, inf), got {}", o.ridge_alpha)));
     }
     let nfeat = at_least(o.spca_n_features, "spca_n_features", 0)?;
     let jobs = threads(at_least(o.n_threads, "n_threads", 0)?);
     let learner = match o.learner {
         THRIFTY_LEARNER_PLS => Learner::Pls,
         THRIFTY_LEARNER_SPCA => Learner::Spca { n_features: nfeat },
-        THRIFTY_LEARNER_RIDGE => Learner::Ridge {
-            alpha: o.ridge_alpha,
-        },
+        THRIFTY_LEARNER_RIDGE => Learner::Ridge { alpha: o.ridge_alpha },
         THRIFTY_LEARNER_BASIS => {
             let b = basis.ok_or_else(|| Fail::null("options.basis"))?;
             let cols = b.len() / p;
             if k != 1 && k != cols {
-                return Err(Fail::invalid(
-                    "n_components",
-                    format!("{k} does not match the basis' {cols} columns"),
-                ));
+                return Err(Fail::invalid("n_components", format!("{k} does not match the basis' {cols} columns")));
             }
             k = cols;
             Learner::Basis { basis: b }
         }
-        other => {
-            return Err(Fail::kind(
-                "learner",
-                format!("must be one of THRIFTY_LEARNER_* (0..=3), got {other}"),
-            ))
-        }
+        other => return Err(Fail::kind("learner", format!("must be one of THRIFTY_LEARNER_* (0..=3), got {other}"))),
     };
     if k > p {
-        return Err(Fail::invalid(
-            "n_components",
-            format!("{k} exceeds the number of features ({p})"),
-        ));
+        return Err(Fail::invalid("n_components", format!("{k} exceeds the number of features ({p})")));
     }
     if n < k + 5 {
         return Err(Fail::invalid(
             "x",
-            format!(
-                "has {n} rows, too few for n_components={k}: need at least n_components + 5 = {}",
-                k + 5
-            ),
+            format!("has {n} rows, too few for n_components={k}: need at least n_components + 5 = {}", k + 5),
         ));
     }
     // As Python: x and y as the core sees them, rescaled exactly by powers of two (badly scaled
@@ -579,21 +494,12 @@ fn subspace(
     let pls = matches!(learner, Learner::Pls);
     let xs_v = pow2_scaled(prob.x, n, p, !matches!(learner, Learner::Basis { .. }));
     let ys_v = pow2_scaled(prob.y, n, 1, false);
-    let scaled = Problem {
-        x: &xs_v,
-        n,
-        p,
-        y: &ys_v,
-        w: prob.w,
-    };
+    let scaled = Problem { x: &xs_v, n, p, y: &ys_v, w: prob.w };
     let prob = &scaled;
     prob.data()?; // X, y, weights: finite, shapes, non-constant y, valid weights
     let n_const = prob.constant_columns();
     if n_const == p {
-        return Err(Fail::invalid(
-            "x",
-            "every column is constant; there is nothing to learn from",
-        ));
+        return Err(Fail::invalid("x", "every column is constant; there is nothing to learn from"));
     }
     let spec = Spec { learner, k, rotate };
     let g = prob.gate()?;
@@ -622,21 +528,14 @@ fn subspace(
                 if t.iter().any(|s| s.len() < k + 2) {
                     return Err(Fail::invalid(
                         "splits",
-                        format!(
-                            "every split needs at least n_components + 2 = {} train rows",
-                            k + 2
-                        ),
+                        format!("every split needs at least n_components + 2 = {} train rows", k + 2),
                     ));
                 }
                 t
             }
         };
         let permute = method == THRIFTY_METHOD_NB_PERMUTATION;
-        let b = if permute {
-            at_least(o.n_perm, "n_perm", 1)?
-        } else {
-            0
-        };
+        let b = if permute { at_least(o.n_perm, "n_perm", 1)? } else { 0 };
         let oc = run_nb(prob, &spec, &trains, permute, b, o.seed, level, jobs)?;
         let nb = &oc.res;
         res.p_value = oc.p_value;
@@ -654,28 +553,18 @@ fn subspace(
         res.n_test = oc.n_test;
         res.n_splits = trains.len() as i64;
         res.n_perm = b as i64;
-        return Ok(Outcome {
-            res,
-            r: oc.r,
-            null: oc.null,
-        });
+        return Ok(Outcome { res, r: oc.r, null: oc.null });
     }
 
     // baselines
     let folds = at_least(o.n_folds, "n_folds", 2)?;
     if folds > n {
-        return Err(Fail::invalid(
-            "n_folds",
-            format!("{folds} exceeds the number of samples ({n})"),
-        ));
+        return Err(Fail::invalid("n_folds", format!("{folds} exceeds the number of samples ({n})")));
     }
     let data = prob.data()?;
     if method == THRIFTY_METHOD_JACKKNIFE {
         if !matches!(spec.learner, Learner::Pls) {
-            return Err(Fail::invalid(
-                "method",
-                "the jackknife is defined for the PLS learner only",
-            ));
+            return Err(Fail::invalid("method", "the jackknife is defined for the PLS learner only"));
         }
         let seed = o.seed;
         let jk = with_threads(jobs, || baselines::jackknife(&data, k, folds, seed))??;
@@ -689,35 +578,21 @@ fn subspace(
         res.statistic = if jk.t.iter().any(|v| v.is_nan()) {
             f64::NAN
         } else {
-            jk.t.iter()
-                .map(|v| v.abs())
-                .fold(f64::NEG_INFINITY, f64::max)
+            jk.t.iter().map(|v| v.abs()).fold(f64::NEG_INFINITY, f64::max)
         };
         res.df = jk.df;
-        return Ok(Outcome {
-            res,
-            r: Vec::new(),
-            null: Vec::new(),
-        });
+        return Ok(Outcome { res, r: Vec::new(), null: Vec::new() });
     }
     let b = at_least(o.n_perm, "n_perm", 1)?;
     let pooled = method == THRIFTY_METHOD_CV_PERMUTATION_Q2;
-    let cv_spec = Spec {
-        rotate: Rotation::None,
-        ..spec
-    };
+    let cv_spec = Spec { rotate: Rotation::None, ..spec };
     let seed = o.seed;
-    let (observed, null) = with_threads(jobs, || {
-        baselines::cv_permutation(&data, &cv_spec, folds, seed, 0, b, pooled)
-    })??;
+    let (observed, null) =
+        with_threads(jobs, || baselines::cv_permutation(&data, &cv_spec, folds, seed, 0, b, pooled))??;
     res.p_value = perm::permutation_p(observed, &null);
     res.statistic = observed;
     res.n_perm = b as i64;
-    Ok(Outcome {
-        res,
-        r: Vec::new(),
-        null,
-    })
+    Ok(Outcome { res, r: Vec::new(), null })
 }
 
 /// Read X (row-major), y, weights, the basis and the explicit splits of a call.
@@ -730,13 +605,7 @@ unsafe fn inputs<'a>(
     y: *const f64,
     weights: *const f64,
     o: &ThriftySubspaceOptions,
-) -> Res<(
-    std::borrow::Cow<'a, [f64]>,
-    &'a [f64],
-    Option<&'a [f64]>,
-    Option<Vec<f64>>,
-    Option<Vec<Vec<i64>>>,
-)> {
+) -> Res<(std::borrow::Cow<'a, [f64]>, &'a [f64], Option<&'a [f64]>, Option<Vec<f64>>, Option<Vec<Vec<i64>>>)> {
     let xs = matrix(x, n, p, layout, "x")?;
     let ys = slice(y, n, "y")?;
     let w = opt_slice(weights, n);
@@ -776,22 +645,12 @@ pub unsafe extern "C" fn thrifty_subspace_test(
     null_len: usize,
 ) -> i32 {
     guard(|| {
-        let o = if options.is_null() {
-            ThriftySubspaceOptions::default()
-        } else {
-            *options
-        };
+        let o = if options.is_null() { ThriftySubspaceOptions::default() } else { *options };
         if result_out.is_null() {
             return Err(Fail::null("result_out"));
         }
         let (xs, ys, w, basis, trains) = inputs(x, n, p, layout, y, weights, &o)?;
-        let prob = Problem {
-            x: &xs,
-            n,
-            p,
-            y: ys,
-            w,
-        };
+        let prob = Problem { x: &xs, n, p, y: ys, w };
         let oc = subspace(&prob, &o, basis, trains)?;
         write_vectors(&oc, r_out, r_len, null_out, null_len)?;
         put(result_out, oc.res, "result_out")
@@ -809,10 +668,7 @@ fn subspace_pls2(
     let (n, p) = (prob.n, prob.p);
     let k = at_least(o.n_components, "n_components", 1)?;
     if o.learner != THRIFTY_LEARNER_PLS {
-        return Err(Fail::invalid(
-            "learner",
-            "a multi-column y (PLS2) needs the PLS learner",
-        ));
+        return Err(Fail::invalid("learner", "a multi-column y (PLS2) needs the PLS learner"));
     }
     if !(THRIFTY_METHOD_AUTO..=THRIFTY_METHOD_NB_PERMUTATION).contains(&o.method) {
         return Err(Fail::invalid(
@@ -821,17 +677,11 @@ fn subspace_pls2(
         ));
     }
     if o.rotate != THRIFTY_ROTATE_NONE {
-        return Err(Fail::invalid(
-            "rotate",
-            "is not supported with a multi-column y (PLS2)",
-        ));
+        return Err(Fail::invalid("rotate", "is not supported with a multi-column y (PLS2)"));
     }
     let level = o.confidence_level;
     if !(level.is_finite() && level > 0.0 && level < 1.0) {
-        return Err(Fail::invalid(
-            "confidence_level",
-            format!("must be in (0, 1), got {level}"),
-        ));
+        return Err(Fail::invalid("confidence_level", format!("must be in (0, 1), got {level}")));
     }
     let jobs = threads(at_least(o.n_threads, "n_threads", 0)?);
     if y.iter().any(|v| !v.is_finite()) {
@@ -839,46 +689,28 @@ fn subspace_pls2(
     }
     let constant = |c: usize| (0..n).all(|i| y[i * m + c] == y[c]);
     if (0..m).all(constant) {
-        return Err(Fail::invalid(
-            "y",
-            "every column is constant (zero variance); there is nothing to predict",
-        ));
+        return Err(Fail::invalid("y", "every column is constant (zero variance); there is nothing to predict"));
     }
     if k > p {
-        return Err(Fail::invalid(
-            "n_components",
-            format!("{k} exceeds the number of features ({p})"),
-        ));
+        return Err(Fail::invalid("n_components", format!("{k} exceeds the number of features ({p})")));
     }
     if n < k + 5 {
         return Err(Fail::invalid(
             "x",
-            format!(
-                "has {n} rows, too few for n_components={k}: need at least n_components + 5 = {}",
-                k + 5
-            ),
+            format!("has {n} rows, too few for n_components={k}: need at least n_components + 5 = {}", k + 5),
         ));
     }
     // As Python: x and Y rescaled exactly by powers of two, per column (badly scaled data).
     let xs_v = pow2_scaled(prob.x, n, p, true);
     let ys_v = pow2_scaled(y, n, m, true);
     let y = &ys_v[..];
-    let scaled = Problem {
-        x: &xs_v,
-        n,
-        p,
-        y: prob.y,
-        w: prob.w,
-    };
+    let scaled = Problem { x: &xs_v, n, p, y: prob.y, w: prob.w };
     let prob = &scaled;
     let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
     let data = Data::new(prob.x, n, p, &index, prob.w)?; // Data's own response is not used by PLS2
     let n_const = prob.constant_columns();
     if n_const == p {
-        return Err(Fail::invalid(
-            "x",
-            "every column is constant; there is nothing to learn from",
-        ));
+        return Err(Fail::invalid("x", "every column is constant; there is nothing to learn from"));
     }
     let g = prob.gate()?;
     let mut res = ThriftySubspaceResult::empty();
@@ -901,10 +733,7 @@ fn subspace_pls2(
             if t.iter().any(|s| s.len() < k + 2) {
                 return Err(Fail::invalid(
                     "splits",
-                    format!(
-                        "every split needs at least n_components + 2 = {} train rows",
-                        k + 2
-                    ),
+                    format!("every split needs at least n_components + 2 = {} train rows", k + 2),
                 ));
             }
             t
@@ -912,9 +741,7 @@ fn subspace_pls2(
     };
     let splits = nb::splits_from_train(n, k, &trains)?;
     let pls2 = |yy: &[f64]| {
-        with_threads(jobs, || {
-            thrifty_core::inference::pls2::pls2_split_correlations(&data, yy, m, k, &splits)
-        })
+        with_threads(jobs, || thrifty_core::inference::pls2::pls2_split_correlations(&data, yy, m, k, &splits))
     };
     let r = pls2(y)??;
     // As Python: splits whose held-out r is undefined (NaN) are left out of the test.
@@ -930,12 +757,7 @@ fn subspace_pls2(
         ));
     }
     let r_def: Vec<f64> = r.iter().copied().filter(|v| v.is_finite()).collect();
-    let n_tr: Vec<f64> = trains
-        .iter()
-        .zip(&r)
-        .filter(|(_, v)| v.is_finite())
-        .map(|(t, _)| t.len() as f64)
-        .collect();
+    let n_tr: Vec<f64> = trains.iter().zip(&r).filter(|(_, v)| v.is_finite()).map(|(t, _)| t.len() as f64).collect();
     let n_te: Vec<f64> = n_tr.iter().map(|&t| n as f64 - t).collect();
     let ratios: Vec<f64> = n_te.iter().zip(&n_tr).map(|(a, b)| a / b).collect();
     let mut t = nb::nb_test(&r_def, numpy_mean(&ratios), None, level)?;
@@ -950,10 +772,7 @@ fn subspace_pls2(
         // permutation b as the core draws it, rows of Y permuted (Python's _pls2_permutation_null)
         for pb in 0..b as u64 {
             let pi = perm::permutation(n, o.seed, pb);
-            let yp: Vec<f64> = pi
-                .iter()
-                .flat_map(|&i| y[i * m..(i + 1) * m].iter().copied())
-                .collect();
+            let yp: Vec<f64> = pi.iter().flat_map(|&i| y[i * m..(i + 1) * m].iter().copied()).collect();
             null.push(nb::mean_z(&pls2(&yp)??));
         }
         res.p_value = perm::permutation_p(t.z_mean, &null);
@@ -1003,51 +822,29 @@ pub unsafe extern "C" fn thrifty_subspace_test_multi(
         );
     }
     guard(|| {
-        let o = if options.is_null() {
-            ThriftySubspaceOptions::default()
-        } else {
-            *options
-        };
+        let o = if options.is_null() { ThriftySubspaceOptions::default() } else { *options };
         if result_out.is_null() {
             return Err(Fail::null("result_out"));
         }
         let (xs, _, w, _, trains) = inputs(x, n, p, layout, y, weights, &o)?;
         let ym = matrix(y, n, m, layout, "y")?;
-        let prob = Problem {
-            x: &xs,
-            n,
-            p,
-            y: &[],
-            w,
-        };
+        let prob = Problem { x: &xs, n, p, y: &[], w };
         let oc = subspace_pls2(&prob, &ym, m, &o, trains)?;
         write_vectors(&oc, r_out, r_len, null_out, null_len)?;
         put(result_out, oc.res, "result_out")
     })
 }
 
-unsafe fn write_vectors(
-    oc: &Outcome,
-    r_out: *mut f64,
-    r_len: usize,
-    null_out: *mut f64,
-    null_len: usize,
-) -> Res<()> {
+unsafe fn write_vectors(oc: &Outcome, r_out: *mut f64, r_len: usize, null_out: *mut f64, null_len: usize) -> Res<()> {
     if !r_out.is_null() {
         if r_len < oc.r.len() {
-            return Err(Fail::shape(
-                "r_out",
-                format!("holds {r_len} values, {} are needed", oc.r.len()),
-            ));
+            return Err(Fail::shape("r_out", format!("holds {r_len} values, {} are needed", oc.r.len())));
         }
         out(r_out, oc.r.len(), "r_out")?.copy_from_slice(&oc.r);
     }
     if !null_out.is_null() {
         if null_len < oc.null.len() {
-            return Err(Fail::shape(
-                "null_out",
-                format!("holds {null_len} values, {} are needed", oc.null.len()),
-            ));
+            return Err(Fail::shape("null_out", format!("holds {null_len} values, {} are needed", oc.null.len())));
         }
         out(null_out, oc.null.len(), "null_out")?.copy_from_slice(&oc.null);
     }
@@ -1080,11 +877,7 @@ pub unsafe extern "C" fn thrifty_component_tests(
     p_len: usize,
 ) -> i32 {
     guard(|| {
-        let mut o = if options.is_null() {
-            ThriftySubspaceOptions::default()
-        } else {
-            *options
-        };
+        let mut o = if options.is_null() { ThriftySubspaceOptions::default() } else { *options };
         o.learner = THRIFTY_LEARNER_PLS;
         o.n_components = 1;
         if result_out.is_null() {
@@ -1094,32 +887,16 @@ pub unsafe extern "C" fn thrifty_component_tests(
         // As Python: the problem as the core sees it (rescaled exactly by powers of two).
         let xs = pow2_scaled(&xs, n, p, true);
         let ys = pow2_scaled(ys, n, 1, false);
-        let prob = Problem {
-            x: &xs,
-            n,
-            p,
-            y: &ys,
-            w,
-        };
+        let prob = Problem { x: &xs, n, p, y: &ys, w };
         prob.data()?;
         if !(alpha.is_finite() && alpha > 0.0 && alpha < 1.0) {
-            return Err(Fail::invalid(
-                "alpha",
-                format!("must be in (0, 1), got {alpha}"),
-            ));
+            return Err(Fail::invalid("alpha", format!("must be in (0, 1), got {alpha}")));
         }
         if !(THRIFTY_METHOD_AUTO..=THRIFTY_METHOD_NB_PERMUTATION).contains(&o.method) {
-            return Err(Fail::invalid(
-                "method",
-                "must be THRIFTY_METHOD_AUTO, _NB or _NB_PERMUTATION",
-            ));
+            return Err(Fail::invalid("method", "must be THRIFTY_METHOD_AUTO, _NB or _NB_PERMUTATION"));
         }
         let bound = p.min(n.saturating_sub(6));
-        let hmax = if max_components <= 0 {
-            10.min(bound)
-        } else {
-            max_components as usize
-        };
+        let hmax = if max_components <= 0 { 10.min(bound) } else { max_components as usize };
         if hmax < 1 || hmax > bound {
             return Err(Fail::invalid(
                 "max_components",
@@ -1128,17 +905,11 @@ pub unsafe extern "C" fn thrifty_component_tests(
         }
         let pv = out(p_values_out, p_len, "p_values_out")?;
         if p_len < hmax {
-            return Err(Fail::shape(
-                "p_values_out",
-                format!("holds {p_len} values, {hmax} are needed"),
-            ));
+            return Err(Fail::shape("p_values_out", format!("holds {p_len} values, {hmax} are needed")));
         }
         let _ = at_least(o.n_threads, "n_threads", 0)?;
         if prob.constant_columns() == p {
-            return Err(Fail::invalid(
-                "x",
-                "every column is constant; there is nothing to learn from",
-            ));
+            return Err(Fail::invalid("x", "every column is constant; there is nothing to learn from"));
         }
         let g = prob.gate()?;
         // the route is decided once on the undeflated X (every step is a one-component PLS1 test)
@@ -1159,11 +930,7 @@ pub unsafe extern "C" fn thrifty_component_tests(
                 .collect(),
         };
         let data = prob.data()?;
-        let step_opts = ThriftySubspaceOptions {
-            method: run,
-            force: 1,
-            ..o
-        };
+        let step_opts = ThriftySubspaceOptions { method: run, force: 1, ..o };
         let mut steps = 0usize;
         for h in 1..=hmax {
             let deflated;
@@ -1180,24 +947,14 @@ pub unsafe extern "C" fn thrifty_component_tests(
                     Err(e) => return Err(e.into()),
                 }
                 let ymax = deflated.1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-                let (lo, hi) = deflated
-                    .1
-                    .iter()
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-                        (a.min(v), b.max(v))
-                    });
+                let (lo, hi) =
+                    deflated.1.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
                 if hi - lo <= 1e-12 * ymax {
                     break;
                 }
                 (&deflated.0, &deflated.1)
             };
-            let step = Problem {
-                x: xr,
-                n,
-                p,
-                y: yr,
-                w: prob.w,
-            };
+            let step = Problem { x: xr, n, p, y: yr, w: prob.w };
             match subspace(&step, &step_opts, None, Some(trains.clone())) {
                 Ok(oc) => {
                     pv[steps] = oc.res.p_value;

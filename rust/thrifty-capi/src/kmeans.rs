@@ -103,9 +103,7 @@ pub unsafe extern "C" fn thrifty_kmeans_fit(
             other => {
                 return Err(Fail::kind(
                     "init",
-                    format!(
-                        "must be one of THRIFTY_INIT_KMEANSPP/RANDOM/CENTERS (0/1/2), got {other}"
-                    ),
+                    format!("must be one of THRIFTY_INIT_KMEANSPP/RANDOM/CENTERS (0/1/2), got {other}"),
                 ))
             }
         };
@@ -114,17 +112,8 @@ pub unsafe extern "C" fn thrifty_kmeans_fit(
         if info_out.is_null() {
             return Err(Fail::null("info_out"));
         }
-        let params = Params {
-            n_clusters: k,
-            n_init,
-            max_iter,
-            tol,
-            algorithm: alg,
-            seed,
-        };
-        let fit = with_threads(threads(n_threads), || {
-            kmeans::fit(&xs, n, d, w, init_kind, &params)
-        })??;
+        let params = Params { n_clusters: k, n_init, max_iter, tol, algorithm: alg, seed };
+        let fit = with_threads(threads(n_threads), || kmeans::fit(&xs, n, d, w, init_kind, &params))??;
         let run = &fit.run;
         write_matrix(centers, &run.centers, k, d, layout);
         for (l, &v) in labels.iter_mut().zip(&run.labels) {
@@ -135,13 +124,7 @@ pub unsafe extern "C" fn thrifty_kmeans_fit(
             out(withinss_out, k, "withinss_out")?.copy_from_slice(&wss);
         }
         if !init_centers_out.is_null() {
-            write_matrix(
-                out(init_centers_out, kd, "init_centers_out")?,
-                &fit.init_centers,
-                k,
-                d,
-                layout,
-            );
+            write_matrix(out(init_centers_out, kd, "init_centers_out")?, &fit.init_centers, k, d, layout);
         }
         let mut distinct: Vec<&[f64]> = run.centers.chunks_exact(d).collect();
         distinct.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
@@ -159,14 +142,7 @@ pub unsafe extern "C" fn thrifty_kmeans_fit(
 }
 
 /// Weighted within-cluster sums of squares about the given centres.
-fn withinss(
-    x: &[f64],
-    d: usize,
-    w: Option<&[f64]>,
-    centers: &[f64],
-    labels: &[u32],
-    k: usize,
-) -> Vec<f64> {
+fn withinss(x: &[f64], d: usize, w: Option<&[f64]>, centers: &[f64], labels: &[u32], k: usize) -> Vec<f64> {
     let mut out = vec![0.0; k];
     for (i, (row, &l)) in x.chunks_exact(d).zip(labels).enumerate() {
         let c = &centers[l as usize * d..(l as usize + 1) * d];
@@ -190,14 +166,7 @@ fn totss(x: &[f64], d: usize, w: Option<&[f64]>) -> f64 {
     mean.iter_mut().for_each(|m| *m /= wsum);
     x.chunks_exact(d)
         .enumerate()
-        .map(|(i, row)| {
-            w.map_or(1.0, |w| w[i])
-                * row
-                    .iter()
-                    .zip(&mean)
-                    .map(|(a, m)| (a - m) * (a - m))
-                    .sum::<f64>()
-        })
+        .map(|(i, row)| w.map_or(1.0, |w| w[i]) * row.iter().zip(&mean).map(|(a, m)| (a - m) * (a - m)).sum::<f64>())
         .sum()
 }
 
@@ -219,9 +188,7 @@ pub unsafe extern "C" fn thrifty_kmeans_predict(
         let xs = matrix(x, n, d, layout, "x")?;
         let cs = matrix(centers, k, d, layout, "centers")?;
         let labels = out(labels_out, n, "labels_out")?;
-        let l = with_threads(threads(n_threads), || {
-            kmeans::predict(&xs, n, d, &cs, k, &crate::NEVER)
-        })??;
+        let l = with_threads(threads(n_threads), || kmeans::predict(&xs, n, d, &cs, k, &crate::NEVER))??;
         for (o, v) in labels.iter_mut().zip(l) {
             *o = v as i32;
         }
@@ -247,9 +214,7 @@ pub unsafe extern "C" fn thrifty_kmeans_transform(
         let xs = matrix(x, n, d, layout, "x")?;
         let cs = matrix(centers, k, d, layout, "centers")?;
         let dist = out(dist_out, size2("dist_out", n, k)?, "dist_out")?;
-        let t = with_threads(threads(n_threads), || {
-            kmeans::transform(&xs, n, d, &cs, k, &crate::NEVER)
-        })??;
+        let t = with_threads(threads(n_threads), || kmeans::transform(&xs, n, d, &cs, k, &crate::NEVER))??;
         write_matrix(dist, &t, n, k, layout);
         Ok(())
     })

@@ -80,37 +80,22 @@ impl From<ThriftyError> for Fail {
             ThriftyError::Numerical { .. } => THRIFTY_ERR_NUMERICAL,
             ThriftyError::Interrupted => THRIFTY_ERR_INTERRUPTED,
         };
-        Fail {
-            status,
-            msg: e.to_string(),
-        }
+        Fail { status, msg: e.to_string() }
     }
 }
 
 impl Fail {
     pub(crate) fn invalid(arg: &str, msg: impl std::fmt::Display) -> Self {
-        Fail {
-            status: THRIFTY_ERR_INVALID_ARGUMENT,
-            msg: format!("{arg}: {msg}"),
-        }
+        Fail { status: THRIFTY_ERR_INVALID_ARGUMENT, msg: format!("{arg}: {msg}") }
     }
     pub(crate) fn shape(arg: &str, msg: impl std::fmt::Display) -> Self {
-        Fail {
-            status: THRIFTY_ERR_SHAPE,
-            msg: format!("{arg}: {msg}"),
-        }
+        Fail { status: THRIFTY_ERR_SHAPE, msg: format!("{arg}: {msg}") }
     }
     pub(crate) fn kind(arg: &str, msg: impl std::fmt::Display) -> Self {
-        Fail {
-            status: THRIFTY_ERR_TYPE,
-            msg: format!("{arg}: {msg}"),
-        }
+        Fail { status: THRIFTY_ERR_TYPE, msg: format!("{arg}: {msg}") }
     }
     pub(crate) fn null(arg: &str) -> Self {
-        Fail {
-            status: THRIFTY_ERR_NULL_POINTER,
-            msg: format!("{arg} is a NULL pointer"),
-        }
+        Fail { status: THRIFTY_ERR_NULL_POINTER, msg: format!("{arg} is a NULL pointer") }
     }
 }
 
@@ -181,17 +166,15 @@ pub extern "C" fn thrifty_selftest_panic() -> i32 {
 
 /// `rows × cols` with an overflow check.
 pub(crate) fn size2(arg: &str, rows: usize, cols: usize) -> Res<usize> {
-    rows.checked_mul(cols)
-        .ok_or_else(|| Fail::shape(arg, format!("{rows} x {cols} overflows")))
+    rows.checked_mul(cols).ok_or_else(|| Fail::shape(arg, format!("{rows} x {cols} overflows")))
 }
 
 pub(crate) fn check_layout(layout: i32) -> Res<()> {
     match layout {
         THRIFTY_ROW_MAJOR | THRIFTY_COL_MAJOR => Ok(()),
-        other => Err(Fail::kind(
-            "layout",
-            format!("must be THRIFTY_ROW_MAJOR (0) or THRIFTY_COL_MAJOR (1), got {other}"),
-        )),
+        other => {
+            Err(Fail::kind("layout", format!("must be THRIFTY_ROW_MAJOR (0) or THRIFTY_COL_MAJOR (1), got {other}")))
+        }
     }
 }
 
@@ -200,11 +183,7 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize, arg: &str) -> Res<&
     if ptr.is_null() {
         return Err(Fail::null(arg));
     }
-    Ok(if len == 0 {
-        &[]
-    } else {
-        std::slice::from_raw_parts(ptr, len)
-    })
+    Ok(if len == 0 { &[] } else { std::slice::from_raw_parts(ptr, len) })
 }
 
 /// An optional read-only slice: NULL gives `None`.
@@ -212,11 +191,7 @@ pub(crate) unsafe fn opt_slice<'a, T>(ptr: *const T, len: usize) -> Option<&'a [
     if ptr.is_null() {
         None
     } else {
-        Some(if len == 0 {
-            &[]
-        } else {
-            std::slice::from_raw_parts(ptr, len)
-        })
+        Some(if len == 0 { &[] } else { std::slice::from_raw_parts(ptr, len) })
     }
 }
 
@@ -225,11 +200,7 @@ pub(crate) unsafe fn out<'a, T>(ptr: *mut T, len: usize, arg: &str) -> Res<&'a m
     if ptr.is_null() {
         return Err(Fail::null(arg));
     }
-    Ok(if len == 0 {
-        &mut []
-    } else {
-        std::slice::from_raw_parts_mut(ptr, len)
-    })
+    Ok(if len == 0 { &mut [] } else { std::slice::from_raw_parts_mut(ptr, len) })
 }
 
 /// Write one scalar output.
@@ -255,18 +226,11 @@ pub(crate) unsafe fn matrix<'a>(
         return Err(Fail::null(arg));
     }
     if rows == 0 || cols == 0 {
-        return Err(Fail::shape(
-            arg,
-            format!("must be non-empty, got shape ({rows}, {cols})"),
-        ));
+        return Err(Fail::shape(arg, format!("must be non-empty, got shape ({rows}, {cols})")));
     }
     let len = size2(arg, rows, cols)?;
     let s = std::slice::from_raw_parts(ptr, len);
-    Ok(if layout == THRIFTY_ROW_MAJOR {
-        Cow::Borrowed(s)
-    } else {
-        Cow::Owned(transpose(s, cols, rows))
-    })
+    Ok(if layout == THRIFTY_ROW_MAJOR { Cow::Borrowed(s) } else { Cow::Owned(transpose(s, cols, rows)) })
 }
 
 /// The transpose of a row-major `rows × cols` matrix (equivalently: a column-major `cols × rows`
@@ -300,12 +264,7 @@ pub(crate) fn write_matrix(dst: &mut [f64], src: &[f64], rows: usize, cols: usiz
 }
 
 /// A square matrix that must be symmetric: either layout reads the same, so it is never copied.
-pub(crate) unsafe fn symmetric<'a>(
-    ptr: *const f64,
-    n: usize,
-    layout: i32,
-    arg: &str,
-) -> Res<&'a [f64]> {
+pub(crate) unsafe fn symmetric<'a>(ptr: *const f64, n: usize, layout: i32, arg: &str) -> Res<&'a [f64]> {
     check_layout(layout)?;
     if n == 0 {
         return Err(Fail::shape(arg, "must be non-empty, got shape (0, 0)"));
@@ -385,12 +344,7 @@ pub(crate) unsafe fn fill_ragged(dst: *mut ThriftyRagged, rows: Vec<Vec<usize>>)
         offsets.push(values.len() as i64);
     }
     let (n_rows, n_values) = (rows.len(), values.len());
-    dst.write(ThriftyRagged {
-        values: leak(values),
-        offsets: leak(offsets),
-        n_rows,
-        n_values,
-    });
+    dst.write(ThriftyRagged { values: leak(values), offsets: leak(offsets), n_rows, n_values });
     Ok(())
 }
 
@@ -404,23 +358,12 @@ pub unsafe extern "C" fn thrifty_ragged_free(r: *mut ThriftyRagged) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         let rr = &mut *r;
         if !rr.values.is_null() {
-            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                rr.values,
-                rr.n_values,
-            )));
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(rr.values, rr.n_values)));
         }
         if !rr.offsets.is_null() {
-            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                rr.offsets,
-                rr.n_rows + 1,
-            )));
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(rr.offsets, rr.n_rows + 1)));
         }
-        *rr = ThriftyRagged {
-            values: std::ptr::null_mut(),
-            offsets: std::ptr::null_mut(),
-            n_rows: 0,
-            n_values: 0,
-        };
+        *rr = ThriftyRagged { values: std::ptr::null_mut(), offsets: std::ptr::null_mut(), n_rows: 0, n_values: 0 };
     }));
 }
 
@@ -444,8 +387,7 @@ mod tests {
             }
             i += 8;
         }
-        let expect =
-            ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])) + b[48] + b[49];
+        let expect = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])) + b[48] + b[49];
         assert_eq!(numpy_sum(&b), expect);
         let c: Vec<f64> = (0..1000).map(|i| (i as f64).sin()).collect();
         assert!((numpy_sum(&c) - c.iter().sum::<f64>()).abs() < 1e-12);
@@ -462,10 +404,7 @@ mod tests {
     #[test]
     fn panics_become_a_status() {
         assert_eq!(thrifty_selftest_panic(), THRIFTY_ERR_PANIC);
-        let msg = unsafe { std::ffi::CStr::from_ptr(thrifty_last_error()) }
-            .to_str()
-            .unwrap()
-            .to_string();
+        let msg = unsafe { std::ffi::CStr::from_ptr(thrifty_last_error()) }.to_str().unwrap().to_string();
         assert!(msg.contains("self-test panic"), "{msg}");
     }
 
@@ -474,15 +413,9 @@ mod tests {
     #[test]
     fn header_is_not_stale() {
         let dir = env!("CARGO_MANIFEST_DIR");
-        let cfg =
-            cbindgen::Config::from_file(format!("{dir}/cbindgen.toml")).expect("cbindgen.toml");
+        let cfg = cbindgen::Config::from_file(format!("{dir}/cbindgen.toml")).expect("cbindgen.toml");
         let mut buf = Vec::new();
-        cbindgen::Builder::new()
-            .with_crate(dir)
-            .with_config(cfg)
-            .generate()
-            .expect("cbindgen")
-            .write(&mut buf);
+        cbindgen::Builder::new().with_crate(dir).with_config(cfg).generate().expect("cbindgen").write(&mut buf);
         let generated = String::from_utf8(buf).unwrap();
         let path = format!("{dir}/include/thrifty.h");
         if std::env::var_os("THRIFTY_BLESS_HEADER").is_some() {

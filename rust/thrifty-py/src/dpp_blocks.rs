@@ -3,8 +3,7 @@
 //! of a chunk, the inverse-CDF lookup inside blocks, the proposal pairs and the sampler on fetched
 //! rows. Conversion and error mapping only; the numerics are in `thrifty_core::dpp::{tsqr, remote}`.
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -23,20 +22,13 @@ fn block<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Block<'py>> {
     } else if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f32>>() {
         Ok(Block::F32(a))
     } else {
-        Err(PyTypeError::new_err(format!(
-            "{name} must be a 2-D float32 or float64 array"
-        )))
+        Err(PyTypeError::new_err(format!("{name} must be a 2-D float32 or float64 array")))
     }
 }
 
-fn slice2<'a, T: numpy::Element>(
-    a: &'a PyReadonlyArray2<'_, T>,
-    name: &str,
-) -> PyResult<(&'a [T], usize, usize)> {
+fn slice2<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> PyResult<(&'a [T], usize, usize)> {
     let (r, c) = (a.shape()[0], a.shape()[1]);
-    let s = a
-        .as_slice()
-        .map_err(|_| PyValueError::new_err(format!("{name} must be C-contiguous")))?;
+    let s = a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be C-contiguous")))?;
     Ok((s, r, c))
 }
 
@@ -61,9 +53,7 @@ fn weights(w: &Option<PyReadonlyArray2<'_, f64>>, p: usize) -> PyResult<Option<(
         Some(a) => {
             let (s, rows, r) = slice2(a, "W")?;
             if rows != p {
-                return Err(PyValueError::new_err(format!(
-                    "W must have {p} rows, got {rows}"
-                )));
+                return Err(PyValueError::new_err(format!("W must have {p} rows, got {rows}")));
             }
             Ok(Some((s.to_vec(), r)))
         }
@@ -86,15 +76,7 @@ fn dpp_tsqr_chunk<'py>(
     let nodes = with_block!(m, "x", |s, n, p| {
         let wv = weights(&w, p)?;
         enter(py, None, |c| {
-            tsqr::chunk_nodes(
-                s,
-                n,
-                p,
-                first_row,
-                n_total,
-                wv.as_ref().map(|(w, r)| (w.as_slice(), *r)),
-                c,
-            )
+            tsqr::chunk_nodes(s, n, p, first_row, n_total, wv.as_ref().map(|(w, r)| (w.as_slice(), *r)), c)
         })?
     });
     nodes
@@ -114,10 +96,8 @@ fn dpp_tsqr_reduce<'py>(
     n_total: usize,
     p: usize,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let owned: Vec<tsqr::Node> = nodes
-        .iter()
-        .map(|(h, k, r)| Ok((*h, *k, slice2(r, "R")?.0.to_vec())))
-        .collect::<PyResult<_>>()?;
+    let owned: Vec<tsqr::Node> =
+        nodes.iter().map(|(h, k, r)| Ok((*h, *k, slice2(r, "R")?.0.to_vec()))).collect::<PyResult<_>>()?;
     let root = enter(py, None, |_| tsqr::reduce_nodes(owned, n_total, p))?;
     root.into_pyarray(py).reshape([p, p])
 }
@@ -137,18 +117,12 @@ fn dpp_tsqr_whiten<'py>(
 
 /// `R₂⁻¹` after the second pass (the second stage of the whitening).
 #[pyfunction]
-fn dpp_tsqr_refine<'py>(
-    py: Python<'py>,
-    r2: PyReadonlyArray2<'py, f64>,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
+fn dpp_tsqr_refine<'py>(py: Python<'py>, r2: PyReadonlyArray2<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (s, r, _) = slice2(&r2, "R")?;
     tsqr::refine(s, r).py()?.into_pyarray(py).reshape([r, r])
 }
 
-fn whitening(
-    w: &PyReadonlyArray2<'_, f64>,
-    w2: &Option<PyReadonlyArray2<'_, f64>>,
-) -> PyResult<tsqr::Whitening> {
+fn whitening(w: &PyReadonlyArray2<'_, f64>, w2: &Option<PyReadonlyArray2<'_, f64>>) -> PyResult<tsqr::Whitening> {
     let (w1, p, r) = slice2(w, "W")?;
     let second = match w2 {
         None => None,
@@ -160,12 +134,7 @@ fn whitening(
             Some(s.to_vec())
         }
     };
-    Ok(tsqr::Whitening {
-        w1: w1.to_vec(),
-        w2: second,
-        p,
-        r,
-    })
+    Ok(tsqr::Whitening { w1: w1.to_vec(), w2: second, p, r })
 }
 
 fn basis_of<T: thrifty_core::scalar::Real>(s: &[T], n: usize, wh: &tsqr::Whitening) -> Vec<T> {
@@ -187,10 +156,7 @@ fn dpp_basis_rows<'py>(
     let wh = whitening(&w, &w2)?;
     with_block!(m, "x", |s, n, c| {
         if c != wh.p {
-            return Err(PyValueError::new_err(format!(
-                "x must have {} columns, got {c}",
-                wh.p
-            )));
+            return Err(PyValueError::new_err(format!("x must have {} columns, got {c}", wh.p)));
         }
         let out = py.detach(|| basis_of(s, n, &wh));
         Ok(out.into_pyarray(py).reshape([n, wh.r])?.into_any())
@@ -217,10 +183,7 @@ fn dpp_chunk_leverage<'py>(
     let wh = whitening(&w, &w2)?;
     let lev = with_block!(m, "x", |s, n, c| {
         if c != wh.p {
-            return Err(PyValueError::new_err(format!(
-                "x must have {} columns, got {c}",
-                wh.p
-            )));
+            return Err(PyValueError::new_err(format!("x must have {} columns, got {c}", wh.p)));
         }
         py.detach(|| {
             let u = basis_of(s, n, &wh);
@@ -251,14 +214,11 @@ fn dpp_locate<'py>(
     let lev = leverage.as_slice()?;
     let (b, s, t) = (blocks.as_slice()?, starts.as_slice()?, targets.as_slice()?);
     if b.len() != s.len() || b.len() != t.len() {
-        return Err(PyValueError::new_err(
-            "blocks, starts and targets must have the same length",
-        ));
+        return Err(PyValueError::new_err("blocks, starts and targets must have the same length"));
     }
     let mut out = Vec::with_capacity(t.len());
     for k in 0..t.len() {
-        let lo = usize::try_from(b[k]).map_err(|_| PyValueError::new_err("negative block"))?
-            * tsqr::LEAF_ROWS;
+        let lo = usize::try_from(b[k]).map_err(|_| PyValueError::new_err("negative block"))? * tsqr::LEAF_ROWS;
         if lo >= lev.len() {
             return Err(PyValueError::new_err("block outside the chunk"));
         }
@@ -292,11 +252,7 @@ fn dpp_sample_fetched<'py>(
     us: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
     let m = block(rows, "rows")?;
-    let it: Vec<usize> = items
-        .as_slice()?
-        .iter()
-        .map(|&i| i.max(0) as usize)
-        .collect();
+    let it: Vec<usize> = items.as_slice()?.iter().map(|&i| i.max(0) as usize).collect();
     let u = us.as_slice()?;
     let got = with_block!(m, "rows", |s, nc, r| {
         enter(py, None, |c| {
@@ -304,12 +260,7 @@ fn dpp_sample_fetched<'py>(
             remote::sample_from_rows(s, nc, r, &lev, &it, u, c)
         })?
     });
-    Ok(got.map(|v| {
-        v.into_iter()
-            .map(|i| i as i64)
-            .collect::<Vec<_>>()
-            .into_pyarray(py)
-    }))
+    Ok(got.map(|v| v.into_iter().map(|i| i as i64).collect::<Vec<_>>().into_pyarray(py)))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

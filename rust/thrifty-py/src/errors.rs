@@ -59,7 +59,9 @@ pub fn detach_interruptible<T: Send>(
                         return Err(signal);
                     }
                 }
-                Err(RecvTimeoutError::Disconnected) => return Err(PyRuntimeError::new_err("the worker thread stopped without a result")),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(PyRuntimeError::new_err("the worker thread stopped without a result"))
+                }
             }
         }
     })

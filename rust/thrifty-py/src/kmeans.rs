@@ -97,8 +97,13 @@ fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> P
 }
 
 /// Centres of X's dtype and width.
-fn centers_like<'py, T: numpy::Element>(c: &Bound<'py, PyAny>, name: &str, d: usize) -> PyResult<PyReadonlyArray2<'py, T>> {
-    let c: PyReadonlyArray2<'py, T> = c.extract().map_err(|_| PyTypeError::new_err(format!("{name} must be a 2-D array of X's dtype")))?;
+fn centers_like<'py, T: numpy::Element>(
+    c: &Bound<'py, PyAny>,
+    name: &str,
+    d: usize,
+) -> PyResult<PyReadonlyArray2<'py, T>> {
+    let c: PyReadonlyArray2<'py, T> =
+        c.extract().map_err(|_| PyTypeError::new_err(format!("{name} must be a 2-D array of X's dtype")))?;
     if c.shape()[1] != d {
         return Err(PyValueError::new_err(format!("X has {d} features, {name} has {}", c.shape()[1])));
     }
@@ -143,13 +148,18 @@ fn fit_typed<'py, T: Real + numpy::Element>(
     n_jobs: Option<usize>,
 ) -> PyResult<FitResult<'py>> {
     let k = params.n_clusters;
-    let init_arr = if init.is_instance_of::<pyo3::types::PyString>() { None } else { Some(centers_like::<T>(init, "init", d)?) };
+    let init_arr =
+        if init.is_instance_of::<pyo3::types::PyString>() { None } else { Some(centers_like::<T>(init, "init", d)?) };
     let init_kind: Init<'_, T> = match &init_arr {
         Some(a) => Init::Centers(slice(a, "init")?),
         None => match init.extract::<String>()?.as_str() {
             "k-means++" => Init::KMeansPlusPlus,
             "random" => Init::Random,
-            other => return Err(PyValueError::new_err(format!("init must be 'k-means++', 'random' or an array, got {other:?}"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "init must be 'k-means++', 'random' or an array, got {other:?}"
+                )))
+            }
         },
     };
     let fit = enter(py, n_jobs, |cancel| kmeans::fit_matrix(x, n, d, sample_weight, init_kind, &params, cancel))?;
@@ -191,7 +201,11 @@ fn kmeans_fit<'py>(
     csr: Option<CsrParts<'py>>,
 ) -> PyResult<FitResult<'py>> {
     let params = Params { n_clusters, n_init, max_iter, tol, algorithm: self::algorithm(algorithm)?, seed };
-    let w = sample_weight.as_ref().map(|w| w.as_slice()).transpose().map_err(|_| PyValueError::new_err("sample_weight must be contiguous"))?;
+    let w = sample_weight
+        .as_ref()
+        .map(|w| w.as_slice())
+        .transpose()
+        .map_err(|_| PyValueError::new_err("sample_weight must be contiguous"))?;
     with_matrix!(x, csr, |m, n, d| fit_typed(py, m, n, d, w, init, params, n_jobs))
 }
 
@@ -242,7 +256,11 @@ fn kmeans_inertia<'py>(
     n_jobs: Option<usize>,
     csr: Option<CsrParts<'py>>,
 ) -> PyResult<f64> {
-    let w = sample_weight.as_ref().map(|w| w.as_slice()).transpose().map_err(|_| PyValueError::new_err("sample_weight must be contiguous"))?;
+    let w = sample_weight
+        .as_ref()
+        .map(|w| w.as_slice())
+        .transpose()
+        .map_err(|_| PyValueError::new_err("sample_weight must be contiguous"))?;
     with_matrix!(x, csr, |m, n, d| {
         let c = centers_like(centers, "cluster_centers", d)?;
         let (cs, k) = (slice(&c, "cluster_centers")?, c.shape()[0]);

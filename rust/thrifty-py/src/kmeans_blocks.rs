@@ -18,8 +18,7 @@ enum Block<'py> {
 }
 
 fn block<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Block<'py>> {
-    obj.extract()
-        .map_err(|_| PyTypeError::new_err("X block must be a 2-D float32 or float64 NumPy array"))
+    obj.extract().map_err(|_| PyTypeError::new_err("X block must be a 2-D float32 or float64 NumPy array"))
 }
 
 macro_rules! dispatch {
@@ -31,32 +30,20 @@ macro_rules! dispatch {
     };
 }
 
-fn rows<'a, T: numpy::Element>(
-    a: &'a PyReadonlyArray2<'_, T>,
-) -> PyResult<(&'a [T], usize, usize)> {
-    let s = a
-        .as_slice()
-        .map_err(|_| PyValueError::new_err("X block must be C-contiguous"))?;
+fn rows<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>) -> PyResult<(&'a [T], usize, usize)> {
+    let s = a.as_slice().map_err(|_| PyValueError::new_err("X block must be C-contiguous"))?;
     Ok((s, a.shape()[0], a.shape()[1]))
 }
 
 fn vec1<T: numpy::Element + Copy>(a: &PyReadonlyArray1<'_, T>, name: &str) -> PyResult<Vec<T>> {
-    Ok(a.as_slice()
-        .map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))?
-        .to_vec())
+    Ok(a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))?.to_vec())
 }
 
 fn sl<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice()
-        .map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))
+    a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))
 }
 
-type KparOut<'py> = (
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<u32>>,
-    f64,
-    Bound<'py, PyArray1<f64>>,
-);
+type KparOut<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<u32>>, f64, Bound<'py, PyArray1<f64>>);
 
 /// k-means‖: fold new candidates into a block's nearest-candidate state; returns
 /// (closest, owner, cost, counts per candidate).
@@ -73,25 +60,15 @@ fn kmeans_block_kpar_update<'py>(
 ) -> PyResult<KparOut<'py>> {
     let mut cl = vec1(&closest, "closest")?;
     let mut ow = vec1(&owner, "owner")?;
-    let c = cands
-        .as_slice()
-        .map_err(|_| PyValueError::new_err("candidates must be C-contiguous"))?;
+    let c = cands.as_slice().map_err(|_| PyValueError::new_err("candidates must be C-contiguous"))?;
     let (cost, counts) = dispatch!(block(x)?, |a| {
         let (xs, n, d) = rows(&a)?;
         if cands.shape()[1] != d && !c.is_empty() {
-            return Err(PyValueError::new_err(
-                "candidates and X block differ in width",
-            ));
+            return Err(PyValueError::new_err("candidates and X block differ in width"));
         }
-        py.detach(|| blocks::kpar_update(xs, n, d, &mut cl, &mut ow, c, offset, total))
-            .py()?
+        py.detach(|| blocks::kpar_update(xs, n, d, &mut cl, &mut ow, c, offset, total)).py()?
     });
-    Ok((
-        cl.into_pyarray(py),
-        ow.into_pyarray(py),
-        cost,
-        counts.into_pyarray(py),
-    ))
+    Ok((cl.into_pyarray(py), ow.into_pyarray(py), cost, counts.into_pyarray(py)))
 }
 
 /// k-means‖: indices of the rows a block keeps in round `round` (stream (seed, round, block)).
@@ -110,12 +87,8 @@ fn kmeans_block_kpar_sample<'py>(
     Ok(kept.into_pyarray(py))
 }
 
-type LloydOut<'py> = (
-    Bound<'py, PyArray1<u32>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-);
+type LloydOut<'py> =
+    (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
 fn lloyd_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
@@ -134,18 +107,9 @@ fn lloyd_typed<'py, T: Real + numpy::Element>(
         lo = vec![0.0; n];
     }
     let part = py
-        .detach(|| {
-            blocks::lloyd_block(
-                xs, n, d, &mut lab, &mut up, &mut lo, centers, drift, half_sep, fresh,
-            )
-        })
+        .detach(|| blocks::lloyd_block(xs, n, d, &mut lab, &mut up, &mut lo, centers, drift, half_sep, fresh))
         .py()?;
-    Ok((
-        lab.into_pyarray(py),
-        up.into_pyarray(py),
-        lo.into_pyarray(py),
-        part.into_pyarray(py),
-    ))
+    Ok((lab.into_pyarray(py), up.into_pyarray(py), lo.into_pyarray(py), part.into_pyarray(py)))
 }
 
 /// One Lloyd step with Hamerly bounds on one block; returns (labels, upper, lower, partial totals).
@@ -165,19 +129,11 @@ fn kmeans_block_lloyd<'py>(
 ) -> PyResult<LloydOut<'py>> {
     let fresh = labels.is_none();
     let state = match (labels, upper, lower) {
-        (Some(l), Some(u), Some(lo)) => {
-            (vec1(&l, "labels")?, vec1(&u, "upper")?, vec1(&lo, "lower")?)
-        }
+        (Some(l), Some(u), Some(lo)) => (vec1(&l, "labels")?, vec1(&u, "upper")?, vec1(&lo, "lower")?),
         (None, _, _) => (Vec::new(), Vec::new(), Vec::new()),
-        _ => {
-            return Err(PyValueError::new_err(
-                "labels, upper and lower must be given together",
-            ))
-        }
+        _ => return Err(PyValueError::new_err("labels, upper and lower must be given together")),
     };
-    let c = centers
-        .as_slice()
-        .map_err(|_| PyValueError::new_err("centers must be C-contiguous"))?;
+    let c = centers.as_slice().map_err(|_| PyValueError::new_err("centers must be C-contiguous"))?;
     let (dr, hs) = (sl(&drift, "drift")?, sl(&half_sep, "half_sep")?);
     dispatch!(block(x)?, |a| lloyd_typed(py, a, state, c, dr, hs, fresh))
 }
@@ -209,24 +165,15 @@ fn kmeans_block_hartigan<'py>(
     scale: f64,
     n_buckets: u32,
 ) -> PyResult<HartiganOut<'py>> {
-    let (mut lab, mut pt, mut pb) = (
-        vec1(&labels, "labels")?,
-        vec1(&prop_to, "prop_to")?,
-        vec1(&prop_bucket, "prop_bucket")?,
-    );
+    let (mut lab, mut pt, mut pb) =
+        (vec1(&labels, "labels")?, vec1(&prop_to, "prop_to")?, vec1(&prop_bucket, "prop_bucket")?);
     let acc = sl(&accepted, "accepted")?;
-    let c = centers
-        .as_slice()
-        .map_err(|_| PyValueError::new_err("centers must be C-contiguous"))?;
+    let c = centers.as_slice().map_err(|_| PyValueError::new_err("centers must be C-contiguous"))?;
     let s = sl(&sizes, "sizes")?;
     let out = dispatch!(block(x)?, |a| {
         let (xs, n, d) = rows(&a)?;
-        py.detach(|| {
-            blocks::hartigan_block(
-                xs, n, d, &mut lab, &mut pt, &mut pb, acc, single, c, s, scale, n_buckets,
-            )
-        })
-        .py()?
+        py.detach(|| blocks::hartigan_block(xs, n, d, &mut lab, &mut pt, &mut pb, acc, single, c, s, scale, n_buckets))
+            .py()?
     });
     Ok((
         lab.into_pyarray(py),

@@ -3,9 +3,9 @@
 use pyo3::prelude::*;
 
 mod arrays;
-mod errors;
 mod dpp;
 mod dpp_blocks;
+mod errors;
 mod inference;
 mod inference_blocks;
 mod kmeans;

@@ -155,7 +155,8 @@ impl Spectrum {
     /// One DPP sample from stream (seed, task).
     pub fn sample(&self, seed: u64, task: u64, cancel: &AtomicBool) -> Result<Vec<usize>> {
         let mut r = rng::stream(seed, task);
-        let cols: Vec<usize> = (0..self.r).filter(|&c| rng::uniform(&mut r) * (1.0 + self.lam[c]) < self.lam[c]).collect();
+        let cols: Vec<usize> =
+            (0..self.r).filter(|&c| rng::uniform(&mut r) * (1.0 + self.lam[c]) < self.lam[c]).collect();
         self.project(&cols, &mut r, cancel)
     }
 
@@ -165,7 +166,14 @@ impl Spectrum {
     }
 
     /// k-DPP samples number `offset .. offset + count` (exactly k items each), row-major count × k.
-    pub fn sample_k_many(&self, k: usize, offset: usize, count: usize, seed: u64, cancel: &AtomicBool) -> Result<Vec<usize>> {
+    pub fn sample_k_many(
+        &self,
+        k: usize,
+        offset: usize,
+        count: usize,
+        seed: u64,
+        cancel: &AtomicBool,
+    ) -> Result<Vec<usize>> {
         if k == 0 {
             return Err(ThriftyError::invalid("k", "must be at least 1"));
         }
@@ -274,7 +282,8 @@ mod tests {
         let (n, d) = (8, 3);
         let mut r = rng::stream(2, 0);
         let phi: Vec<f64> = (0..n * d).map(|_| rng::uniform(&mut r)).collect();
-        let l: Vec<f64> = (0..n * n).map(|ij| (0..d).map(|c| phi[(ij / n) * d + c] * phi[(ij % n) * d + c]).sum()).collect();
+        let l: Vec<f64> =
+            (0..n * n).map(|ij| (0..d).map(|c| phi[(ij / n) * d + c] * phi[(ij % n) * d + c]).sum()).collect();
         let a = Spectrum::from_kernel(&l, n, f64::EPSILON).unwrap();
         let b = Spectrum::from_features(&phi, n, d).unwrap();
         assert_eq!(a.r, 3);

@@ -55,7 +55,10 @@ fn check_cov<T: Real>(cov: &[T], n: usize) -> Result<()> {
     use rayon::prelude::*;
     super::ortho::finite("cov", cov)?;
     check_diagonal(cov, n)?;
-    let amax = cov.par_chunks(n.max(1)).map(|r| r.iter().fold(0.0f64, |a, b| a.max(Real::as_f64(*b).abs()))).reduce(|| 0.0, f64::max);
+    let amax = cov
+        .par_chunks(n.max(1))
+        .map(|r| r.iter().fold(0.0f64, |a, b| a.max(Real::as_f64(*b).abs())))
+        .reduce(|| 0.0, f64::max);
     // Symmetry, compared tile by tile (64×64) so both reads stay in cache; tiles in parallel.
     const TILE: usize = 64;
     let nt = n.div_ceil(TILE);
@@ -107,7 +110,14 @@ fn check_rows<T: Real>(cov: &[T], n: usize, rows: &[usize], diag_max: f64) -> Re
 /// The selection reads only the diagonal and the rows of the chosen items; `check` says which
 /// entries are validated (see [`Check`]). A NaN in a row that is read never panics: it is caught
 /// by the check after the loop.
-pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64, check: Check, cancel: &AtomicBool) -> Result<PivotPath> {
+pub fn entropy_kernel<T: Real>(
+    cov: &[T],
+    n: usize,
+    k: usize,
+    tol: f64,
+    check: Check,
+    cancel: &AtomicBool,
+) -> Result<PivotPath> {
     ensure_matrix("cov", cov, n, n)?;
     check_k(k, n)?;
     let diag_max = match check {
@@ -126,7 +136,14 @@ pub fn entropy_kernel<T: Real>(cov: &[T], n: usize, k: usize, tol: f64, check: C
 }
 
 /// Greedy entropy / MAP selection on L = VVᵀ, V n×p.
-pub fn entropy_factor<T: super::ortho::Dense>(v: &[T], n: usize, p: usize, k: usize, tol: f64, cancel: &AtomicBool) -> Result<PivotPath> {
+pub fn entropy_factor<T: super::ortho::Dense>(
+    v: &[T],
+    n: usize,
+    p: usize,
+    k: usize,
+    tol: f64,
+    cancel: &AtomicBool,
+) -> Result<PivotPath> {
     ensure_matrix("features", v, n, p)?;
     super::ortho::finite("features", v)?;
     check_k(k, n)?;
@@ -138,7 +155,14 @@ pub fn entropy_factor<T: super::ortho::Dense>(v: &[T], n: usize, p: usize, k: us
 /// Returns the chosen items, their residual variances σ²(y|A) and the MI gains.
 ///
 /// The O(n³) inverse reads every entry, so `check = true` validates the whole matrix (O(n²)).
-pub fn mutual_information(cov: &[f64], n: usize, k: usize, noise: f64, check: bool, cancel: &AtomicBool) -> Result<(PivotPath, Vec<f64>)> {
+pub fn mutual_information(
+    cov: &[f64],
+    n: usize,
+    k: usize,
+    noise: f64,
+    check: bool,
+    cancel: &AtomicBool,
+) -> Result<(PivotPath, Vec<f64>)> {
     ensure_matrix("cov", cov, n, n)?;
     if check {
         check_cov(cov, n)?;
@@ -152,8 +176,9 @@ pub fn mutual_information(cov: &[f64], n: usize, k: usize, noise: f64, check: bo
     for i in 0..n {
         s[i * n + i] += noise;
     }
-    let mut p = linalg::spd_inverse(&s, n)
-        .ok_or_else(|| ThriftyError::invalid("cov", "is not positive semi-definite (Cholesky of cov + noise·I failed)"))?;
+    let mut p = linalg::spd_inverse(&s, n).ok_or_else(|| {
+        ThriftyError::invalid("cov", "is not positive semi-definite (Cholesky of cov + noise·I failed)")
+    })?;
     let mut state = KernelState::new(&s, n);
     let mut d = state.diagonal();
     let mut remaining = vec![true; n];

@@ -121,9 +121,8 @@ mod tests {
         // plain linear search, across skewed weights, zero weights and many items per bucket.
         let mut r = rng::stream(5, 0);
         for n in [1usize, 2, 7, 63, 64, 65, 100, 1000, 5000] {
-            let w: Vec<f64> = (0..n)
-                .map(|i| if i % 3 == 0 { 0.0 } else { rng::uniform(&mut r).powi(8) * 5.0 })
-                .collect();
+            let w: Vec<f64> =
+                (0..n).map(|i| if i % 3 == 0 { 0.0 } else { rng::uniform(&mut r).powi(8) * 5.0 }).collect();
             let Ok(t) = GuideTable::new(&w) else { continue };
             let total = t.cum[n - 1];
             for s in 0..2000 {

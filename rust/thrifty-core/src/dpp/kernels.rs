@@ -8,8 +8,8 @@
 //!   Bardenet–Hardy ordering (layers of equal maximal degree, lexicographic inside a layer).
 //!
 //! The dense features are orthonormalised by [`super::ortho::orthonormalize`] into K = UUᵀ.
-use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use super::{checked_size, try_zeroed};
+use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::rng;
 use rayon::prelude::*;
 use std::sync::atomic::AtomicBool;
@@ -100,7 +100,11 @@ pub fn partition(x: &[f64], n: usize, d: usize, m: usize, split: Split) -> Resul
                 // Counts proportional to the cell numbers, each child keeping at least one point per cell.
                 let nl = ((cnt as f64 * frac).round() as usize).clamp(ml, cnt - (mm - ml));
                 pts.sort_by(|&i, &j| x[i * d + axis].partial_cmp(&x[j * d + axis]).unwrap().then(i.cmp(&j)));
-                let cut = if nl > 0 && nl < cnt { 0.5 * (x[pts[nl - 1] * d + axis] + x[pts[nl] * d + axis]) } else { lo[axis] };
+                let cut = if nl > 0 && nl < cnt {
+                    0.5 * (x[pts[nl - 1] * d + axis] + x[pts[nl] * d + axis])
+                } else {
+                    lo[axis]
+                };
                 (axis, cut, nl)
             }
         };
@@ -213,12 +217,22 @@ pub fn daubechies_filter(order: usize) -> Result<&'static [f64]> {
     const DB1: [f64; 2] = [std::f64::consts::FRAC_1_SQRT_2, std::f64::consts::FRAC_1_SQRT_2];
     const DB2: [f64; 4] = [0.48296291314469025, 0.83651630373746899, 0.22414386804185735, -0.12940952255092145];
     const DB3: [f64; 6] = [
-        0.3326705529500827, 0.8068915093110928, 0.45987750211849154, -0.13501102001025464, -0.08544127388202666,
+        0.3326705529500827,
+        0.8068915093110928,
+        0.45987750211849154,
+        -0.13501102001025464,
+        -0.08544127388202666,
         0.03522629188570956,
     ];
     const DB4: [f64; 8] = [
-        0.23037781330885523, 0.71484657055254153, 0.63088076792959036, -0.02798376941698385, -0.18703481171888114,
-        0.03084138183598697, 0.03288301166698295, -0.01059740178499728,
+        0.23037781330885523,
+        0.71484657055254153,
+        0.63088076792959036,
+        -0.02798376941698385,
+        -0.18703481171888114,
+        0.03084138183598697,
+        0.03288301166698295,
+        -0.01059740178499728,
     ];
     match order {
         1 => Ok(&DB1),
@@ -269,7 +283,9 @@ impl ScalingFunction {
         a[(q - 1) * (q + 1) + q] = 1.0;
         // Gaussian elimination with partial pivoting on the augmented matrix.
         for c in 0..q {
-            let piv = (c..q).max_by(|&x, &y| a[x * (q + 1) + c].abs().partial_cmp(&a[y * (q + 1) + c].abs()).unwrap()).unwrap();
+            let piv = (c..q)
+                .max_by(|&x, &y| a[x * (q + 1) + c].abs().partial_cmp(&a[y * (q + 1) + c].abs()).unwrap())
+                .unwrap();
             for j in 0..=q {
                 a.swap(c * (q + 1) + j, piv * (q + 1) + j);
             }
@@ -337,7 +353,15 @@ pub fn dyadic_levels(m: usize, d: usize) -> Result<Vec<u32>> {
 
 /// Dense features (n×m, row-major) √(1/γ̃)(x_i) Π_a φ^per_{J_a,k_a}(x_ia) of periodised tensor
 /// Daubechies scaling functions on [0,1]^d, m = 2^{Σ J_a}.
-pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize, density: &[f64], cancel: &AtomicBool) -> Result<Vec<f64>> {
+pub fn daubechies_features(
+    x: &[f64],
+    n: usize,
+    d: usize,
+    m: usize,
+    order: usize,
+    density: &[f64],
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
     check_points(x, n, d, 0.0, 1.0)?;
     check_density(density, n)?;
     if m > n {
@@ -387,8 +411,15 @@ pub fn daubechies_features(x: &[f64], n: usize, d: usize, m: usize, order: usize
 #[allow(clippy::excessive_precision)] // the coefficients are quoted as published
 pub fn ln_gamma(x: f64) -> f64 {
     const G: [f64; 9] = [
-        0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
-        12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7,
+        0.99999999999980993,
+        676.5203681218851,
+        -1259.1392167224028,
+        771.32342877765313,
+        -176.61502916214059,
+        12.507343278686905,
+        -0.13857109526572012,
+        9.9843695780195716e-6,
+        1.5056327351493116e-7,
     ];
     if x < 0.5 {
         return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
@@ -405,7 +436,8 @@ pub fn ln_gamma(x: f64) -> f64 {
 /// Orthonormal Jacobi polynomials p_0..p_{deg} at t, w.r.t. (1−t)^a (1+t)^b on [−1,1].
 pub fn jacobi_orthonormal(t: f64, deg: usize, a: f64, b: f64, out: &mut [f64]) {
     let ab = a + b;
-    let beta0 = ((ab + 1.0) * std::f64::consts::LN_2 + ln_gamma(a + 1.0) + ln_gamma(b + 1.0) - ln_gamma(ab + 2.0)).exp();
+    let beta0 =
+        ((ab + 1.0) * std::f64::consts::LN_2 + ln_gamma(a + 1.0) + ln_gamma(b + 1.0) - ln_gamma(ab + 2.0)).exp();
     let alpha = |k: usize| -> f64 {
         if k == 0 {
             (b - a) / (ab + 2.0)
@@ -477,7 +509,16 @@ pub fn ope_multi_indices(m: usize, d: usize) -> Vec<Vec<usize>> {
 /// Dense features (n×m) √(q/γ̃)(x_i) Π_a p_{k_a}(x_ia) of the multivariate Jacobi ensemble on
 /// [−1,1]^d, q = Π(1−x_a)^a(1+x_a)^b. Points on the boundary are rejected when an exponent is < 0.
 #[allow(clippy::too_many_arguments)]
-pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, density: &[f64], cancel: &AtomicBool) -> Result<Vec<f64>> {
+pub fn jacobi_features(
+    x: &[f64],
+    n: usize,
+    d: usize,
+    m: usize,
+    a: f64,
+    b: f64,
+    density: &[f64],
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
     check_points(x, n, d, -1.0, 1.0)?;
     check_density(density, n)?;
     if m == 0 || m > n {
@@ -487,7 +528,10 @@ pub fn jacobi_features(x: &[f64], n: usize, d: usize, m: usize, a: f64, b: f64, 
         return Err(ThriftyError::invalid("jacobi_params", format!("exponents must be > -1, got a = {a}, b = {b}")));
     }
     if (a < 0.0 && x.iter().any(|v| *v >= 1.0)) || (b < 0.0 && x.iter().any(|v| *v <= -1.0)) {
-        return Err(ThriftyError::invalid("X", "points on the boundary of [-1, 1]^d have infinite Jacobi weight for negative exponents"));
+        return Err(ThriftyError::invalid(
+            "X",
+            "points on the boundary of [-1, 1]^d have infinite Jacobi weight for negative exponents",
+        ));
     }
     let idx = ope_multi_indices(m, d);
     let deg = idx.iter().flat_map(|v| v.iter().copied()).max().unwrap_or(0);
@@ -528,7 +572,8 @@ mod tests {
     #[test]
     fn partition_volume_is_dyadic_grid_and_handles_any_m() {
         let g = 64;
-        let x: Vec<f64> = (0..g * g).flat_map(|k| [((k / g) as f64 + 0.5) / g as f64, ((k % g) as f64 + 0.5) / g as f64]).collect();
+        let x: Vec<f64> =
+            (0..g * g).flat_map(|k| [((k / g) as f64 + 0.5) / g as f64, ((k % g) as f64 + 0.5) / g as f64]).collect();
         let (cell, vol) = partition(&x, g * g, 2, 1024, Split::Volume).unwrap();
         assert_eq!(vol.len(), 1024);
         assert!(vol.iter().all(|v| (v - 1.0 / 1024.0).abs() < 1e-15));
@@ -572,10 +617,13 @@ mod tests {
             }
             let grid = 1 << 10;
             for k in 0..h.len() - 1 {
-                let ip: f64 = (0..(h.len() - 1) * grid).map(|i| {
-                    let t = i as f64 / grid as f64;
-                    phi.eval(t) * phi.eval(t - k as f64)
-                }).sum::<f64>() / grid as f64;
+                let ip: f64 = (0..(h.len() - 1) * grid)
+                    .map(|i| {
+                        let t = i as f64 / grid as f64;
+                        phi.eval(t) * phi.eval(t - k as f64)
+                    })
+                    .sum::<f64>()
+                    / grid as f64;
                 let want = if k == 0 { 1.0 } else { 0.0 };
                 assert!((ip - want).abs() < 2e-3, "db{order} <phi, phi(.-{k})> = {ip}");
             }

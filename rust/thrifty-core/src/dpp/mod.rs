@@ -20,8 +20,8 @@
 //! and every buffer whose size the caller chooses is allocated with [`try_zeroed`], so an absurd size
 //! is an `Err` naming the argument, never Rust's allocation-failure abort.
 pub mod ensemble;
-pub mod guide;
 pub mod greedy;
+pub mod guide;
 pub mod kernels;
 pub mod ortho;
 pub mod pivot;
@@ -57,7 +57,13 @@ pub fn never() -> &'static AtomicBool {
 pub fn try_zeroed<T: Clone + Default>(arg: &'static str, len: usize) -> Result<Vec<T>> {
     let size = std::mem::size_of::<T>().max(1);
     let too_big = || {
-        ThriftyError::invalid(arg, format!("asks for {len} values ({:.3e} bytes), more memory than can be allocated", len as f64 * size as f64))
+        ThriftyError::invalid(
+            arg,
+            format!(
+                "asks for {len} values ({:.3e} bytes), more memory than can be allocated",
+                len as f64 * size as f64
+            ),
+        )
     };
     if len.checked_mul(size).is_none_or(|b| b > isize::MAX as usize) {
         return Err(too_big());
@@ -70,7 +76,8 @@ pub fn try_zeroed<T: Clone + Default>(arg: &'static str, len: usize) -> Result<V
 
 /// `rows · cols` as a checked product (an `Err` naming `arg` on overflow).
 pub fn checked_size(arg: &'static str, rows: usize, cols: usize) -> Result<usize> {
-    rows.checked_mul(cols).ok_or_else(|| ThriftyError::invalid(arg, format!("{rows} × {cols} overflows the address space")))
+    rows.checked_mul(cols)
+        .ok_or_else(|| ThriftyError::invalid(arg, format!("{rows} × {cols} overflows the address space")))
 }
 
 /// Samples number `offset .. offset + count`, each exactly `width` items, written row by row into one
@@ -109,7 +116,8 @@ pub(crate) fn per_sample_ragged(
     f: impl Fn(u64) -> Result<Vec<usize>> + Sync + Send,
 ) -> Result<Vec<Vec<usize>>> {
     let mut all: Vec<Result<Vec<usize>>> = Vec::new();
-    all.try_reserve_exact(count).map_err(|_| ThriftyError::invalid("n_samples", format!("{count} samples cannot be allocated")))?;
+    all.try_reserve_exact(count)
+        .map_err(|_| ThriftyError::invalid("n_samples", format!("{count} samples cannot be allocated")))?;
     if count == 1 {
         check_cancel(cancel)?;
         return Ok(vec![f(offset as u64)?]);

@@ -201,9 +201,8 @@ pub fn orthonormality_probe<T: Dense>(u: &[T], n: usize, p: usize, probes: usize
         }
     }
     let (lev, w) = leverage_and_probe(u, n, p, &z, k);
-    let err = (0..k)
-        .map(|c| (0..p).map(|i| (w[c * p + i] - z[c * p + i]).powi(2)).sum::<f64>().sqrt())
-        .fold(0.0, f64::max);
+    let err =
+        (0..k).map(|c| (0..p).map(|i| (w[c * p + i] - z[c * p + i]).powi(2)).sum::<f64>().sqrt()).fold(0.0, f64::max);
     (lev, if err.is_finite() { err } else { f64::INFINITY })
 }
 
@@ -253,7 +252,14 @@ pub fn leverage<T: Real>(u: &[T], n: usize, p: usize) -> Vec<f64> {
 /// first scaled to unit norm (same column space), and singular values of the scaled matrix below
 /// `rtol · σ_max` are dropped; without it, those of `x` itself. O(np²) time; stops with
 /// `Err(Interrupted)` soon after `cancel` is raised (checked before every row block).
-pub fn orthonormalize<T: Dense>(x: &[T], n: usize, p: usize, rtol: f64, equilibrate: bool, cancel: &AtomicBool) -> Result<(Vec<T>, usize)> {
+pub fn orthonormalize<T: Dense>(
+    x: &[T],
+    n: usize,
+    p: usize,
+    rtol: f64,
+    equilibrate: bool,
+    cancel: &AtomicBool,
+) -> Result<(Vec<T>, usize)> {
     ensure_matrix("features", x, n, p)?;
     super::ortho::finite("features", x)?;
     if !(rtol > 0.0 && rtol < 1.0) {

@@ -41,14 +41,20 @@ pub struct Projection {
 pub const TOL: f64 = 1e-10;
 
 fn not_orthonormal(what: &str, err: f64, tol: f64) -> ThriftyError {
-    ThriftyError::invalid("U", format!("columns are not orthonormal ({what} = {err:.3e} > {tol:.1e}); use orthonormalize(U) first"))
+    ThriftyError::invalid(
+        "U",
+        format!("columns are not orthonormal ({what} = {err:.3e} > {tol:.1e}); use orthonormalize(U) first"),
+    )
 }
 
 impl Projection {
     pub fn new<T: ortho::Dense>(u: &[T], n: usize, p: usize, check: OrthoCheck) -> Result<Self> {
         ensure_matrix("U", u, n, p)?;
         if p > n {
-            return Err(ThriftyError::shape("U", format!("has more columns ({p}) than rows ({n}); columns cannot be orthonormal")));
+            return Err(ThriftyError::shape(
+                "U",
+                format!("has more columns ({p}) than rows ({n}); columns cannot be orthonormal"),
+            ));
         }
         // One pass: a leverage score is finite iff its row is (finiteness check and K_ii together).
         let leverage = match check {
@@ -79,7 +85,15 @@ impl Projection {
 
     /// One sample of exactly p items from stream (seed, task) written into `out` (length p); `u`
     /// must be the matrix given to `new`.
-    pub fn sample_into<T: ortho::Dense>(&self, u: &[T], method: Method, seed: u64, task: u64, out: &mut [usize], cancel: &AtomicBool) -> Result<()> {
+    pub fn sample_into<T: ortho::Dense>(
+        &self,
+        u: &[T],
+        method: Method,
+        seed: u64,
+        task: u64,
+        out: &mut [usize],
+        cancel: &AtomicBool,
+    ) -> Result<()> {
         if u.len() != self.n * self.p {
             return Err(ThriftyError::shape("U", "does not match the sampler's shape"));
         }
@@ -103,8 +117,18 @@ impl Projection {
     /// Samples number `offset .. offset + count` of the family seeded by `seed` (sample s uses
     /// stream (seed, s), so chunked calls and any thread count give the same result), row-major
     /// `count × p`. Stops with `Err(Interrupted)` soon after `cancel` is raised.
-    pub fn sample_range<T: ortho::Dense>(&self, u: &[T], offset: usize, count: usize, method: Method, seed: u64, cancel: &AtomicBool) -> Result<Vec<usize>> {
-        super::per_sample_flat(offset, count, self.p, cancel, |s, row| self.sample_into(u, method, seed, s, row, cancel))
+    pub fn sample_range<T: ortho::Dense>(
+        &self,
+        u: &[T],
+        offset: usize,
+        count: usize,
+        method: Method,
+        seed: u64,
+        cancel: &AtomicBool,
+    ) -> Result<Vec<usize>> {
+        super::per_sample_flat(offset, count, self.p, cancel, |s, row| {
+            self.sample_into(u, method, seed, s, row, cancel)
+        })
     }
 }
 

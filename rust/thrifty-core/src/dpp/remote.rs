@@ -41,15 +41,8 @@ pub fn sample_from_rows<T: Dense>(
     us: &[f64],
     cancel: &AtomicBool,
 ) -> Result<Option<Vec<usize>>> {
-    if rows.len() != nc * p
-        || lev.len() != nc
-        || items.len() != us.len()
-        || items.iter().any(|&i| i >= nc)
-    {
-        return Err(ThriftyError::shape(
-            "rows",
-            "fetched rows, leverages and proposals do not match",
-        ));
+    if rows.len() != nc * p || lev.len() != nc || items.len() != us.len() || items.iter().any(|&i| i >= nc) {
+        return Err(ThriftyError::shape("rows", "fetched rows, leverages and proposals do not match"));
     }
     let mut state = FactorState::new(rows, nc, p, lev);
     let k = p;
@@ -140,31 +133,13 @@ mod tests {
             let mut uniq = global.clone();
             uniq.sort();
             uniq.dedup();
-            let rows: Vec<f64> = uniq
-                .iter()
-                .flat_map(|&i| u[i * rank..(i + 1) * rank].to_vec())
-                .collect();
+            let rows: Vec<f64> = uniq.iter().flat_map(|&i| u[i * rank..(i + 1) * rank].to_vec()).collect();
             let lev: Vec<f64> = uniq.iter().map(|&i| proj.leverage[i]).collect();
-            let items: Vec<usize> = global
-                .iter()
-                .map(|g| uniq.binary_search(g).unwrap())
-                .collect();
-            let got = sample_from_rows(&rows, uniq.len(), rank, &lev, &items, &us, never())
-                .unwrap()
-                .unwrap();
+            let items: Vec<usize> = global.iter().map(|g| uniq.binary_search(g).unwrap()).collect();
+            let got = sample_from_rows(&rows, uniq.len(), rank, &lev, &items, &us, never()).unwrap().unwrap();
             let got: Vec<usize> = got.into_iter().map(|c| uniq[c]).collect();
             assert_eq!(got, want, "sample {s}");
-            assert!(sample_from_rows(
-                &rows,
-                uniq.len(),
-                rank,
-                &lev,
-                &items[..3],
-                &us[..3],
-                never()
-            )
-            .unwrap()
-            .is_none());
+            assert!(sample_from_rows(&rows, uniq.len(), rank, &lev, &items[..3], &us[..3], never()).unwrap().is_none());
         }
     }
 

@@ -54,20 +54,8 @@ fn qr_r(mut a: Mat<f64>) -> Vec<f64> {
     if k > 0 {
         let bs = factor::recommended_block_size::<f64>(m, p);
         let mut coeff = Mat::<f64>::zeros(bs, k);
-        let mut mem = MemBuffer::new(factor::qr_in_place_scratch::<f64>(
-            m,
-            p,
-            bs,
-            Par::Seq,
-            Default::default(),
-        ));
-        factor::qr_in_place(
-            a.as_mut(),
-            coeff.as_mut(),
-            Par::Seq,
-            MemStack::new(&mut mem),
-            Default::default(),
-        );
+        let mut mem = MemBuffer::new(factor::qr_in_place_scratch::<f64>(m, p, bs, Par::Seq, Default::default()));
+        factor::qr_in_place(a.as_mut(), coeff.as_mut(), Par::Seq, MemStack::new(&mut mem), Default::default());
     }
     let mut r = vec![0.0; p * p];
     for i in 0..k {
@@ -81,13 +69,7 @@ fn qr_r(mut a: Mat<f64>) -> Vec<f64> {
 
 /// The R factor of the stacked `[a; b]` (both p×p row-major).
 pub fn combine(a: &[f64], b: &[f64], p: usize) -> Vec<f64> {
-    qr_r(Mat::from_fn(2 * p, p, |i, j| {
-        if i < p {
-            a[i * p + j]
-        } else {
-            b[(i - p) * p + j]
-        }
-    }))
+    qr_r(Mat::from_fn(2 * p, p, |i, j| if i < p { a[i * p + j] } else { b[(i - p) * p + j] }))
 }
 
 /// Rows `x·w` of a row-major `rows × p` block in f64 (`w` row-major `p × r`), each entry summed over
@@ -110,14 +92,8 @@ fn apply_impl<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out:
                     &x[(i + 3) * p..(i + 4) * p],
                 );
                 for k in 0..p {
-                    let wv: &[f64; 8] =
-                        w[k * r + c0..k * r + c0 + 8].try_into().expect("8 columns");
-                    let xs = [
-                        x0[k].as_f64(),
-                        x1[k].as_f64(),
-                        x2[k].as_f64(),
-                        x3[k].as_f64(),
-                    ];
+                    let wv: &[f64; 8] = w[k * r + c0..k * r + c0 + 8].try_into().expect("8 columns");
+                    let xs = [x0[k].as_f64(), x1[k].as_f64(), x2[k].as_f64(), x3[k].as_f64()];
                     for a in 0..4 {
                         for l in 0..8 {
                             acc[a][l] = xs[a].mul_add(wv[l], acc[a][l]);
@@ -126,8 +102,7 @@ fn apply_impl<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out:
                 }
             } else {
                 for k in 0..p {
-                    let wv: &[f64; 8] =
-                        w[k * r + c0..k * r + c0 + 8].try_into().expect("8 columns");
+                    let wv: &[f64; 8] = w[k * r + c0..k * r + c0 + 8].try_into().expect("8 columns");
                     for (a, acc_a) in acc.iter_mut().enumerate().take(nr) {
                         let xa = x[(i + a) * p + k].as_f64();
                         for l in 0..8 {
@@ -156,14 +131,7 @@ fn apply_impl<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out:
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn apply_avx2<T: Real>(
-    x: &[T],
-    rows: usize,
-    p: usize,
-    w: &[f64],
-    r: usize,
-    out: &mut [f64],
-) {
+unsafe fn apply_avx2<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, out: &mut [f64]) {
     // AVX2 + FMA: fused multiply-adds are exactly rounded (IEEE 754), so the result is the same as
     // the portable build's software `mul_add`, only faster.
     apply_impl(x, rows, p, w, r, out)
@@ -212,19 +180,13 @@ pub fn chunk_nodes<T: Real>(
     if !first_row.is_multiple_of(LEAF_ROWS) || first_row + rows > n_total || rows == 0 {
         return Err(ThriftyError::invalid(
             "chunks",
-            format!(
-                "rows {first_row}..{} do not start a logical block of {LEAF_ROWS} rows",
-                first_row + rows
-            ),
+            format!("rows {first_row}..{} do not start a logical block of {LEAF_ROWS} rows", first_row + rows),
         ));
     }
     if !(first_row + rows).is_multiple_of(LEAF_ROWS) && first_row + rows != n_total {
         return Err(ThriftyError::invalid(
             "chunks",
-            format!(
-                "rows {first_row}..{} do not end at a logical block boundary",
-                first_row + rows
-            ),
+            format!("rows {first_row}..{} do not end at a logical block boundary", first_row + rows),
         ));
     }
     if x.len() < rows * p {
@@ -246,21 +208,13 @@ pub fn chunk_nodes<T: Real>(
     let mut pos = a;
     while pos < b {
         let mut h = 0;
-        while h < top && pos.is_multiple_of(1 << (h + 1)) && (pos + (1 << (h + 1))).min(total) <= b
-        {
+        while h < top && pos.is_multiple_of(1 << (h + 1)) && (pos + (1 << (h + 1))).min(total) <= b {
             h += 1;
         }
         want.push((h, pos >> h));
         pos = (pos + (1 << h)).min(total);
     }
-    fn build(
-        h: usize,
-        k: usize,
-        a: usize,
-        total: usize,
-        leaves: &[Vec<f64>],
-        q: usize,
-    ) -> Vec<f64> {
+    fn build(h: usize, k: usize, a: usize, total: usize, leaves: &[Vec<f64>], q: usize) -> Vec<f64> {
         if h == 0 {
             return leaves[k - a].clone();
         }
@@ -268,16 +222,11 @@ pub fn chunk_nodes<T: Real>(
         if right >= total {
             return build(h - 1, 2 * k, a, total, leaves, q);
         }
-        let (l, r) = rayon::join(
-            || build(h - 1, 2 * k, a, total, leaves, q),
-            || build(h - 1, 2 * k + 1, a, total, leaves, q),
-        );
+        let (l, r) =
+            rayon::join(|| build(h - 1, 2 * k, a, total, leaves, q), || build(h - 1, 2 * k + 1, a, total, leaves, q));
         combine(&l, &r, q)
     }
-    Ok(want
-        .into_iter()
-        .map(|(h, k)| (h, k, build(h, k, a, total, &leaves, q)))
-        .collect())
+    Ok(want.into_iter().map(|(h, k)| (h, k, build(h, k, a, total, &leaves, q))).collect())
 }
 
 /// The root R (p×p) from nodes covering all leaves of an `n_total`-row matrix (any chunking).
@@ -332,10 +281,7 @@ pub fn whiten(r: &[f64], p: usize, rtol: f64, equilibrate: bool) -> Result<(Vec<
     }
     let scale: Vec<f64> = (0..p)
         .map(|j| {
-            let d = (0..p)
-                .map(|i| r[i * p + j] * r[i * p + j])
-                .sum::<f64>()
-                .sqrt();
+            let d = (0..p).map(|i| r[i * p + j] * r[i * p + j]).sum::<f64>().sqrt();
             if equilibrate && d > 0.0 && d.is_finite() {
                 1.0 / d
             } else {
@@ -354,23 +300,12 @@ pub fn whiten(r: &[f64], p: usize, rtol: f64, equilibrate: bool) -> Result<(Vec<
         Par::Seq,
         Default::default(),
     ));
-    svd::svd(
-        a.as_ref(),
-        s.as_mut(),
-        None,
-        Some(v.as_mut()),
-        Par::Seq,
-        MemStack::new(&mut mem),
-        Default::default(),
-    )
-    .map_err(|e| ThriftyError::numerical("TSQR", format!("SVD of R failed: {e:?}")))?;
+    svd::svd(a.as_ref(), s.as_mut(), None, Some(v.as_mut()), Par::Seq, MemStack::new(&mut mem), Default::default())
+        .map_err(|e| ThriftyError::numerical("TSQR", format!("SVD of R failed: {e:?}")))?;
     let sv: Vec<f64> = (0..p).map(|i| s.column_vector()[i]).collect();
     let smax = sv.iter().cloned().fold(0.0, f64::max);
     if smax.is_nan() || smax <= 0.0 {
-        return Err(ThriftyError::invalid(
-            "features",
-            "all columns are zero (rank 0)",
-        ));
+        return Err(ThriftyError::invalid("features", "all columns are zero (rank 0)"));
     }
     let keep: Vec<usize> = (0..p).filter(|&i| sv[i] > rtol * smax).collect();
     let rank = keep.len();
@@ -434,18 +369,16 @@ impl Whitening {
             return Ok(q);
         }
         const ROWS: usize = 1024;
-        q.par_chunks_mut(ROWS * r)
-            .zip(x[..n * p].par_chunks(ROWS * p))
-            .try_for_each(|(qb, xb)| {
-                check_cancel(cancel)?;
-                let b = xb.len() / p;
-                let mut y = vec![0.0; b * r];
-                self.apply(xb, b, &mut y);
-                for (o, v) in qb.iter_mut().zip(y) {
-                    *o = T::of(v);
-                }
-                Ok(())
-            })?;
+        q.par_chunks_mut(ROWS * r).zip(x[..n * p].par_chunks(ROWS * p)).try_for_each(|(qb, xb)| {
+            check_cancel(cancel)?;
+            let b = xb.len() / p;
+            let mut y = vec![0.0; b * r];
+            self.apply(xb, b, &mut y);
+            for (o, v) in qb.iter_mut().zip(y) {
+                *o = T::of(v);
+            }
+            Ok(())
+        })?;
         Ok(q)
     }
 }
@@ -466,12 +399,7 @@ pub fn whitening_from(
     }
     let r2 = root(Some((&w1, r)))?;
     let w2 = refine(&r2, r)?;
-    Ok(Whitening {
-        w1,
-        w2: Some(w2),
-        p,
-        r,
-    })
+    Ok(Whitening { w1, w2: Some(w2), p, r })
 }
 
 /// Orthonormal basis `Q` (n×r, row-major, in `T`) of the row-major `n × p` matrix `x` by
@@ -514,10 +442,7 @@ pub fn locate_in_block(lev: &[f64], start: f64, targets: &[f64]) -> Vec<Option<u
 /// Sequential sums of `lev` over consecutive blocks of [`LEAF_ROWS`] (the block totals of the
 /// proposal table), and the index of the last positive entry (or None).
 pub fn block_totals(lev: &[f64]) -> (Vec<f64>, Option<usize>) {
-    let totals = lev
-        .chunks(LEAF_ROWS)
-        .map(|b| b.iter().fold(0.0, |c, &l| c + l))
-        .collect();
+    let totals = lev.chunks(LEAF_ROWS).map(|b| b.iter().fold(0.0, |c, &l| c + l)).collect();
     (totals, lev.iter().rposition(|&l| l > 0.0))
 }
 
@@ -536,27 +461,13 @@ mod tests {
     fn any_aligned_chunking_gives_the_same_root() {
         let (n, p) = (5 * LEAF_ROWS + 300, 6);
         let x = data(n, p, 1);
-        let whole =
-            reduce_nodes(chunk_nodes(&x, n, p, 0, n, None, never()).unwrap(), n, p).unwrap();
-        for cuts in [
-            vec![0, LEAF_ROWS, n],
-            vec![0, 3 * LEAF_ROWS, 4 * LEAF_ROWS, n],
-            vec![0, 2 * LEAF_ROWS, 5 * LEAF_ROWS, n],
-        ] {
+        let whole = reduce_nodes(chunk_nodes(&x, n, p, 0, n, None, never()).unwrap(), n, p).unwrap();
+        for cuts in
+            [vec![0, LEAF_ROWS, n], vec![0, 3 * LEAF_ROWS, 4 * LEAF_ROWS, n], vec![0, 2 * LEAF_ROWS, 5 * LEAF_ROWS, n]]
+        {
             let mut nodes = Vec::new();
             for w in cuts.windows(2) {
-                nodes.extend(
-                    chunk_nodes(
-                        &x[w[0] * p..w[1] * p],
-                        w[1] - w[0],
-                        p,
-                        w[0],
-                        n,
-                        None,
-                        never(),
-                    )
-                    .unwrap(),
-                );
+                nodes.extend(chunk_nodes(&x[w[0] * p..w[1] * p], w[1] - w[0], p, w[0], n, None, never()).unwrap());
             }
             assert_eq!(reduce_nodes(nodes, n, p).unwrap(), whole);
         }
@@ -594,15 +505,8 @@ mod tests {
         // A single row through apply_rows equals its row inside the block.
         let root = reduce_nodes(chunk_nodes(&x, n, p, 0, n, None, never()).unwrap(), n, p).unwrap();
         let (w, rr, _) = whiten(&root, p, 1e-6, true).unwrap();
-        let w2: Vec<f64> = (0..rr * rr)
-            .map(|k| if k % (rr + 1) == 0 { 1.0 } else { 0.1 })
-            .collect();
-        let wh = Whitening {
-            w1: w,
-            w2: Some(w2),
-            p,
-            r: rr,
-        };
+        let w2: Vec<f64> = (0..rr * rr).map(|k| if k % (rr + 1) == 0 { 1.0 } else { 0.1 }).collect();
+        let wh = Whitening { w1: w, w2: Some(w2), p, r: rr };
         let all = wh.basis(&x, n, never()).unwrap();
         for i in [0, 3, 1025, n - 1] {
             let mut one = vec![0.0; rr];
@@ -616,10 +520,7 @@ mod tests {
     fn locate_is_the_inverse_cdf() {
         let lev = [0.5, 0.0, 0.25, 1.0];
         let got = locate_in_block(&lev, 2.0, &[2.0, 2.49, 2.5, 2.74, 2.75, 3.74, 3.75]);
-        assert_eq!(
-            got,
-            vec![Some(0), Some(0), Some(2), Some(2), Some(3), Some(3), None]
-        );
+        assert_eq!(got, vec![Some(0), Some(0), Some(2), Some(2), Some(3), Some(3), None]);
         let (t, last) = block_totals(&[1.0, 2.0, 0.0]);
         assert_eq!((t, last), (vec![3.0], Some(1)));
     }

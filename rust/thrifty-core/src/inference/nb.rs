@@ -3,7 +3,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
-use crate::inference::fit::{prepare_with, predict_test_raw, split_r_with, Data, Spec};
+use crate::inference::fit::{predict_test_raw, prepare_with, split_r_with, Data, Spec};
 use crate::inference::special::{norm_ppf, t_sf};
 use crate::rng;
 
@@ -19,7 +19,10 @@ pub fn split_sizes(n: usize, k: usize) -> Result<(usize, usize)> {
     if n < k.saturating_add(5) {
         return Err(ThriftyError::invalid(
             "X",
-            format!("{n} rows are too few for n_components={k}: need at least n_components + 5 = {}", k.saturating_add(5)),
+            format!(
+                "{n} rows are too few for n_components={k}: need at least n_components + 5 = {}",
+                k.saturating_add(5)
+            ),
         ));
     }
     let n_tr = (n / 2).max(k.saturating_add(2)).min(n - 3);
@@ -92,11 +95,18 @@ pub fn splits_from_train(n: usize, k: usize, trains: &[Vec<i64>]) -> Result<Vec<
         if train.len() < k.saturating_add(2) {
             return Err(ThriftyError::invalid(
                 "splits",
-                format!("split {j}: {} train rows are too few for n_components={k} (need {})", train.len(), k.saturating_add(2)),
+                format!(
+                    "split {j}: {} train rows are too few for n_components={k} (need {})",
+                    train.len(),
+                    k.saturating_add(2)
+                ),
             ));
         }
         if test.len() < 3 {
-            return Err(ThriftyError::invalid("splits", format!("split {j}: needs at least 3 test rows, got {}", test.len())));
+            return Err(ThriftyError::invalid(
+                "splits",
+                format!("split {j}: needs at least 3 test rows, got {}", test.len()),
+            ));
         }
         out.push(Split { train, test });
     }

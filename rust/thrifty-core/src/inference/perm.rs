@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
 use crate::inference::fit::{split_r, train_response, wcorr, Data, Learner, Prepared, Spec};
-use crate::linalg::{dot, ols};
 use crate::inference::nb::{fisher_z, Split};
+use crate::linalg::{dot, ols};
 use crate::rng;
 
 /// Stream offset of permutation streams (split streams use 0..J).
@@ -78,7 +78,8 @@ pub fn nb_permutation_null_cancellable(
     if splits.len() < 2 {
         return Err(ThriftyError::invalid("splits", "need at least 2 splits"));
     }
-    let per_split = crate::inference::blocks::split_null_rs_cancellable(data, spec, splits, seed, start, count, route, cancel)?;
+    let per_split =
+        crate::inference::blocks::split_null_rs_cancellable(data, spec, splits, seed, start, count, route, cancel)?;
     crate::inference::blocks::null_mean_z(&per_split)
 }
 

@@ -109,14 +109,19 @@ pub fn nipals2(
 }
 
 /// Coefficients R C (p×m, row-major) with R = W (PᵀW)⁻¹.
-pub fn coef2(ws: &[Vec<f64>], ps: &[Vec<f64>], cs: &[Vec<f64>], p: usize, m: usize) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+pub fn coef2(
+    ws: &[Vec<f64>],
+    ps: &[Vec<f64>],
+    cs: &[Vec<f64>],
+    p: usize,
+    m: usize,
+) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
     let k = ws.len();
     let pw = faer::Mat::<f64>::from_fn(k, k, |a, b| dot(&ps[a], &ws[b]));
     use faer::prelude::Solve;
     let inv = pw.partial_piv_lu().solve(faer::Mat::<f64>::identity(k, k));
-    let rot: Vec<Vec<f64>> = (0..k)
-        .map(|b| (0..p).map(|j| (0..k).map(|a| ws[a][j] * inv[(a, b)]).sum()).collect())
-        .collect();
+    let rot: Vec<Vec<f64>> =
+        (0..k).map(|b| (0..p).map(|j| (0..k).map(|a| ws[a][j] * inv[(a, b)]).sum()).collect()).collect();
     let mut coef = vec![0.0; p * m];
     for j in 0..p {
         for c in 0..m {
@@ -214,7 +219,8 @@ pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fi
     let all: Vec<usize> = (0..n).collect();
     let mut prep = prepare(data, &all, &[], true);
     let w: Vec<f64> = prep.sw_tr.iter().map(|v| v * v).collect();
-    let (ymean, ysd) = standardise_y(y, m, &all, &w).ok_or_else(|| ThriftyError::invalid("Y", "every column is constant"))?;
+    let (ymean, ysd) =
+        standardise_y(y, m, &all, &w).ok_or_else(|| ThriftyError::invalid("Y", "every column is constant"))?;
     let mut yt = vec![0.0; n * m];
     for i in 0..n {
         for c in 0..m {

@@ -1,9 +1,9 @@
 //! Cross-checks of the inference core: closed forms, brute force, route agreement, thread independence.
 use super::baselines::{cv_permutation, deflate, jackknife, pls_fit};
 use super::fit::{prepare, split_r, train_response, wcorr, Data, Learner, Rotation, Spec};
-use crate::linalg::{dot, x_v, xt_v};
 use super::nb::{draw_splits, gate, split_correlations};
 use super::perm::{nb_permutation_null, Route};
+use crate::linalg::{dot, x_v, xt_v};
 use crate::rng;
 
 fn normals(n: usize, seed: u64) -> Vec<f64> {
@@ -162,7 +162,8 @@ fn basis_rotation_leaves_r_unchanged() {
     }
     // varimax on the PLS basis gives the same r
     let pls = split_correlations(&data, &spec(Learner::Pls, k), &sp, &y).unwrap();
-    let rot = split_correlations(&data, &Spec { learner: Learner::Pls, k, rotate: Rotation::Varimax }, &sp, &y).unwrap();
+    let rot =
+        split_correlations(&data, &Spec { learner: Learner::Pls, k, rotate: Rotation::Varimax }, &sp, &y).unwrap();
     for (a, c) in pls.iter().zip(&rot) {
         assert!((a - c).abs() < 1e-10);
     }
@@ -177,7 +178,8 @@ fn standardisation_is_scale_invariant() {
     for &s in &[1e-150, 1e150] {
         let xs: Vec<f64> = x.iter().map(|v| v * s).collect();
         let ys: Vec<f64> = y.iter().map(|v| v * s).collect();
-        let r = split_correlations(&Data::new(&xs, n, p, &ys, None).unwrap(), &spec(Learner::Pls, 2), &sp, &ys).unwrap();
+        let r =
+            split_correlations(&Data::new(&xs, n, p, &ys, None).unwrap(), &spec(Learner::Pls, 2), &sp, &ys).unwrap();
         for (a, b) in base.iter().zip(&r) {
             assert!((a - b).abs() < 1e-10, "scale {s}: {a} vs {b}");
         }
@@ -251,7 +253,9 @@ fn gate_and_baselines_run() {
     let (xr, yr) = deflate(&data, 1).unwrap();
     assert_eq!(xr.len(), n * p);
     // the deflated y is orthogonal to the first score
-    let t1: Vec<f64> = (0..n).map(|i| dot(&xr[i * p..(i + 1) * p], &fit.x_weights.iter().step_by(2).copied().collect::<Vec<_>>())).collect();
+    let t1: Vec<f64> = (0..n)
+        .map(|i| dot(&xr[i * p..(i + 1) * p], &fit.x_weights.iter().step_by(2).copied().collect::<Vec<_>>()))
+        .collect();
     assert!(dot(&t1, &yr).abs() < 1e-8 * (dot(&yr, &yr).sqrt() * dot(&t1, &t1).sqrt() + 1.0));
 }
 

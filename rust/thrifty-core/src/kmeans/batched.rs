@@ -125,7 +125,13 @@ impl Clusters {
     /// cancellation).
     // the row index addresses labels, weights and rows together
     #[allow(clippy::needless_range_loop)]
-    fn from_labels<T: Real>(data: &Data<'_, T>, labels: &[u32], k: usize, old_means: &[f64], with_sse: bool) -> (Self, f64) {
+    fn from_labels<T: Real>(
+        data: &Data<'_, T>,
+        labels: &[u32],
+        k: usize,
+        old_means: &[f64],
+        with_sse: bool,
+    ) -> (Self, f64) {
         let (d, n) = (data.d, data.n());
         // Fixed blocks (the same on any thread count), few enough that their partial sums stay
         // within ~256 MiB for large k·d.
@@ -154,7 +160,15 @@ impl Clusters {
                 (counts, wsum, sums, sse)
             })
             .collect();
-        let mut c = Clusters { k, d, counts: vec![0; k], wsum: vec![0.0; k], sums: vec![0.0; k * d], means: old_means.to_vec(), mnorm: old_norms };
+        let mut c = Clusters {
+            k,
+            d,
+            counts: vec![0; k],
+            wsum: vec![0.0; k],
+            sums: vec![0.0; k * d],
+            means: old_means.to_vec(),
+            mnorm: old_norms,
+        };
         let mut sse = 0.0;
         for (counts, wsum, sums, part) in partial {
             for j in 0..k {
@@ -180,7 +194,9 @@ impl Clusters {
         let wj = self.wsum[j];
         if wj > 0.0 {
             let mut nrm = 0.0;
-            for (m, s) in self.means[j * self.d..(j + 1) * self.d].iter_mut().zip(&self.sums[j * self.d..(j + 1) * self.d]) {
+            for (m, s) in
+                self.means[j * self.d..(j + 1) * self.d].iter_mut().zip(&self.sums[j * self.d..(j + 1) * self.d])
+            {
                 *m = s / wj;
                 nrm += *m * *m;
             }
@@ -361,13 +377,26 @@ struct Certificate {
 }
 
 impl Certificate {
-    fn new<T: Real>(geo: &Geometry<T>, sums: &DriftSums, cl: &Clusters, f: Factors, min_w: (usize, f64, f64), w_max: f64) -> Self {
+    fn new<T: Real>(
+        geo: &Geometry<T>,
+        sums: &DriftSums,
+        cl: &Clusters,
+        f: Factors,
+        min_w: (usize, f64, f64),
+        w_max: f64,
+    ) -> Self {
         let per_cluster = (0..cl.k)
             .map(|a| {
                 let wm = if a == min_w.0 { min_w.2 } else { min_w.1 };
                 let fa = f.leave(cl.wsum[a], w_max).sqrt();
                 let stuck = f.hartigan && cl.counts[a] <= 1; // Hartigan never empties a singleton
-                let ratio = if stuck { 1.0 } else if fa.is_finite() { f.join(wm, w_max).sqrt() / fa } else { 0.0 };
+                let ratio = if stuck {
+                    1.0
+                } else if fa.is_finite() {
+                    f.join(wm, w_max).sqrt() / fa
+                } else {
+                    0.0
+                };
                 let two_s = if stuck { f64::INFINITY } else { 2.0 * geo.half_sep[a] };
                 [sums.grow[a], sums.shrink[a], two_s, ratio]
             })
@@ -476,8 +505,11 @@ fn assign_pass<T: Real>(
                             // this keeps a superset of the true candidates (exact for equal
                             // weights); each is re-checked exactly in the sequential phase.
                             let base = xi2 - slack;
-                            let best = scaled_min(&row[..a], &join_heavy[..a], base)
-                                .min(scaled_min(&row[a + 1..], &join_heavy[a + 1..], base));
+                            let best = scaled_min(&row[..a], &join_heavy[..a], base).min(scaled_min(
+                                &row[a + 1..],
+                                &join_heavy[a + 1..],
+                                base,
+                            ));
                             if best < gain {
                                 out.candidates.push(i as u32);
                             }
@@ -710,7 +742,13 @@ pub fn run<T: Real>(
 
 /// Hartigan's run leaves its Lloyd phase: from now on the size factors apply. The bounds stay valid
 /// (they are distances), except after the bound-free dense Lloyd pass, which did not keep them.
-fn switch_to_hartigan(f: &mut Factors, lloyd_phase: &mut bool, dense_pass_used: bool, upper: &mut [f64], lower: &mut [f64]) {
+fn switch_to_hartigan(
+    f: &mut Factors,
+    lloyd_phase: &mut bool,
+    dense_pass_used: bool,
+    upper: &mut [f64],
+    lower: &mut [f64],
+) {
     *f = Factors { hartigan: true };
     *lloyd_phase = false;
     if dense_pass_used {
@@ -809,7 +847,13 @@ fn nearest_with_bounds<T: Real>(
 /// w·W_a/(W_a−w)·‖x − c_a‖² against the current means (`cl.means` must be fresh), re-checked exactly
 /// before each move. Such a move never raises the SSE (the point becomes its own centre), so the
 /// run stays monotone, and it never empties another cluster.
-fn relocate_empty<T: Real>(data: &Data<'_, T>, cl: &mut Clusters, labels: &mut [u32], f: Factors, assigned: &[f64]) -> Vec<usize> {
+fn relocate_empty<T: Real>(
+    data: &Data<'_, T>,
+    cl: &mut Clusters,
+    labels: &mut [u32],
+    f: Factors,
+    assigned: &[f64],
+) -> Vec<usize> {
     let empty = cl.weightless();
     if empty.is_empty() {
         return Vec::new();

@@ -21,19 +21,13 @@ pub const MOVE_MARGIN: f64 = 1e-12;
 
 fn check_block<T: Real>(x: &[T], n: usize, d: usize) -> Result<()> {
     if d == 0 || x.len() != n * d {
-        return Err(ThriftyError::shape(
-            "X",
-            format!("block has {} values, expected {n} x {d}", x.len()),
-        ));
+        return Err(ThriftyError::shape("X", format!("block has {} values, expected {n} x {d}", x.len())));
     }
     Ok(())
 }
 
 fn not_finite(row: usize) -> ThriftyError {
-    ThriftyError::invalid(
-        "X",
-        format!("contains NaN or infinity (row {row} of this block)"),
-    )
+    ThriftyError::invalid("X", format!("contains NaN or infinity (row {row} of this block)"))
 }
 
 /// The random stream of `(seed, round, block)`: one ChaCha stream per key, whatever the scheduling.
@@ -58,15 +52,8 @@ pub fn kpar_update<T: Real>(
     total: usize,
 ) -> Result<(f64, Vec<f64>)> {
     check_block(x, n, d)?;
-    if closest.len() != n
-        || owner.len() != n
-        || !cands.len().is_multiple_of(d)
-        || offset + cands.len() / d > total
-    {
-        return Err(ThriftyError::shape(
-            "state",
-            "block state does not match the block",
-        ));
+    if closest.len() != n || owner.len() != n || !cands.len().is_multiple_of(d) || offset + cands.len() / d > total {
+        return Err(ThriftyError::shape("state", "block state does not match the block"));
     }
     let mut cost = 0.0;
     let mut counts = vec![0.0; total];
@@ -91,23 +78,12 @@ pub fn kpar_update<T: Real>(
 /// k-means‖ sampling for one block: row i is kept with probability min(1, ℓ·closest_i/φ), with
 /// uniforms from the block's stream `(seed, round, block)` drawn one per row in order. Returns the
 /// kept row indices (ascending).
-pub fn kpar_sample(
-    closest: &[f64],
-    phi: f64,
-    ell: f64,
-    seed: u64,
-    round: u64,
-    block: u64,
-) -> Vec<u32> {
+pub fn kpar_sample(closest: &[f64], phi: f64, ell: f64, seed: u64, round: u64, block: u64) -> Vec<u32> {
     let mut rng = block_stream(seed, round, block);
     let mut kept = Vec::new();
     for (i, &c) in closest.iter().enumerate() {
         let u = uniform(&mut rng);
-        let p = if phi > 0.0 {
-            (ell * c / phi).min(1.0)
-        } else {
-            0.0
-        };
+        let p = if phi > 0.0 { (ell * c / phi).min(1.0) } else { 0.0 };
         if u < p {
             kept.push(i as u32);
         }
@@ -152,16 +128,10 @@ pub fn lloyd_block<T: Real>(
     check_block(x, n, d)?;
     let k = centers.len() / d;
     if k == 0 || centers.len() != k * d || drift.len() != k || half_sep.len() != k {
-        return Err(ThriftyError::shape(
-            "cluster_centers",
-            "centres, drift and separations disagree",
-        ));
+        return Err(ThriftyError::shape("cluster_centers", "centres, drift and separations disagree"));
     }
     if labels.len() != n || upper.len() != n || lower.len() != n {
-        return Err(ThriftyError::shape(
-            "state",
-            "block state does not match the block",
-        ));
+        return Err(ThriftyError::shape("state", "block state does not match the block"));
     }
     // Largest drift among the centres other than a: the top two drifts.
     let mut top = (usize::MAX, 0.0f64, 0.0f64);
@@ -223,11 +193,7 @@ pub fn lloyd_block<T: Real>(
                 labels[i] = j1 as u32;
                 upper[i] = sq_dist_f64(row, &centers[j1 * d..(j1 + 1) * d]).sqrt();
                 let slack = gemm_slack::<T>(xx, cc_max, d);
-                lower[i] = if k > 1 {
-                    (xx + p2.as_f64() - slack).max(0.0).sqrt()
-                } else {
-                    f64::INFINITY
-                };
+                lower[i] = if k > 1 { (xx + p2.as_f64() - slack).max(0.0).sqrt() } else { f64::INFINITY };
             }
         }
     }
@@ -306,16 +272,10 @@ pub fn hartigan_block<T: Real>(
     check_block(x, n, d)?;
     let k = centers.len() / d;
     if k == 0 || centers.len() != k * d || sizes.len() != k {
-        return Err(ThriftyError::shape(
-            "cluster_centers",
-            "centres and sizes disagree",
-        ));
+        return Err(ThriftyError::shape("cluster_centers", "centres and sizes disagree"));
     }
     if labels.len() != n || prop_to.len() != n || prop_bucket.len() != n {
-        return Err(ThriftyError::shape(
-            "state",
-            "block state does not match the block",
-        ));
+        return Err(ThriftyError::shape("state", "block state does not match the block"));
     }
     if n_buckets == 0 || n_buckets > 255 {
         return Err(ThriftyError::invalid("n_buckets", "must be in [1, 255]"));
@@ -331,16 +291,7 @@ pub fn hartigan_block<T: Real>(
         prop_to[i] = -1;
     }
     let join: Vec<f64> = sizes.iter().map(|&s| s / (s + 1.0)).collect();
-    let leave: Vec<f64> = sizes
-        .iter()
-        .map(|&s| {
-            if s > 1.0 {
-                s / (s - 1.0)
-            } else {
-                f64::INFINITY
-            }
-        })
-        .collect();
+    let leave: Vec<f64> = sizes.iter().map(|&s| if s > 1.0 { s / (s - 1.0) } else { f64::INFINITY }).collect();
     let (ct, cc, _) = typed_centers::<T>(centers, d);
     let mut flat = vec![0.0; k * (d + 1) + 2];
     let mut classes: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
@@ -385,9 +336,7 @@ pub fn hartigan_block<T: Real>(
                 prop_to[i] = b as i32;
                 prop_bucket[i] = q as u8;
                 proposed += 1;
-                let v = classes
-                    .entry(move_key(a as u32, b as u32, q, k))
-                    .or_insert_with(|| vec![0.0; d + 2]);
+                let v = classes.entry(move_key(a as u32, b as u32, q, k)).or_insert_with(|| vec![0.0; d + 2]);
                 v[0] += 1.0;
                 v[1] += db2 - da2;
                 for (s, xv) in v[2..].iter_mut().zip(row) {
@@ -402,12 +351,7 @@ pub fn hartigan_block<T: Real>(
     flat[k * (d + 1) + 1] = proposed as f64;
     let keys: Vec<u64> = classes.keys().copied().collect();
     let values: Vec<f64> = classes.into_values().flatten().collect();
-    Ok(HartiganPartial {
-        flat,
-        keys,
-        values,
-        best,
-    })
+    Ok(HartiganPartial { flat, keys, values, best })
 }
 
 #[cfg(test)]
@@ -416,9 +360,7 @@ mod tests {
 
     fn data(n: usize, d: usize, seed: u64) -> Vec<f64> {
         let mut rng = stream(seed, 0);
-        (0..n * d)
-            .map(|i| uniform(&mut rng) * 4.0 + (i / d % 3) as f64 * 5.0)
-            .collect()
+        (0..n * d).map(|i| uniform(&mut rng) * 4.0 + (i / d % 3) as f64 * 5.0).collect()
     }
 
     #[test]
@@ -428,14 +370,9 @@ mod tests {
         let c0: Vec<f64> = x[..k * d].to_vec();
         let (mut lab, mut up, mut lo) = (vec![0u32; n], vec![0.0; n], vec![0.0; n]);
         let zero = vec![0.0; k];
-        let part = lloyd_block(
-            &x, n, d, &mut lab, &mut up, &mut lo, &c0, &zero, &zero, true,
-        )
-        .unwrap();
+        let part = lloyd_block(&x, n, d, &mut lab, &mut up, &mut lo, &c0, &zero, &zero, true).unwrap();
         for i in 0..n {
-            let dist: Vec<f64> = (0..k)
-                .map(|j| sq_dist_f64(&x[i * d..(i + 1) * d], &c0[j * d..(j + 1) * d]))
-                .collect();
+            let dist: Vec<f64> = (0..k).map(|j| sq_dist_f64(&x[i * d..(i + 1) * d], &c0[j * d..(j + 1) * d])).collect();
             let m = dist.iter().cloned().fold(f64::INFINITY, f64::min);
             assert!(dist[lab[i] as usize] <= m * (1.0 + 1e-12) + 1e-12);
         }
@@ -445,17 +382,12 @@ mod tests {
             .map(|j| {
                 (0..k)
                     .filter(|&o| o != j)
-                    .map(|o| {
-                        sq_dist_f64(&c0[j * d..(j + 1) * d], &c0[o * d..(o + 1) * d]).sqrt() / 2.0
-                    })
+                    .map(|o| sq_dist_f64(&c0[j * d..(j + 1) * d], &c0[o * d..(o + 1) * d]).sqrt() / 2.0)
                     .fold(f64::INFINITY, f64::min)
             })
             .collect();
         let lab0 = lab.clone();
-        let part2 = lloyd_block(
-            &x, n, d, &mut lab, &mut up, &mut lo, &c0, &zero, &sep, false,
-        )
-        .unwrap();
+        let part2 = lloyd_block(&x, n, d, &mut lab, &mut up, &mut lo, &c0, &zero, &sep, false).unwrap();
         assert_eq!(lab, lab0);
         assert_eq!(part2[k * (d + 2)], 0.0);
         assert_eq!(&part2[..k * (d + 2)], &part[..k * (d + 2)]);
@@ -477,9 +409,7 @@ mod tests {
     fn hartigan_totals_give_the_exact_sse_change() {
         let (n, d, k) = (300, 2, 3);
         let x = data(n, d, 9);
-        let mut lab: Vec<u32> = (0..n as u64)
-            .map(|i| ((i * 2654435761) >> 7) as u32 % 3)
-            .collect();
+        let mut lab: Vec<u32> = (0..n as u64).map(|i| ((i * 2654435761) >> 7) as u32 % 3).collect();
         let means = |lab: &[u32]| -> (Vec<f64>, Vec<f64>) {
             let mut s = vec![0.0; k * d];
             let mut c = vec![0.0; k];
@@ -495,31 +425,12 @@ mod tests {
         let sse = |lab: &[u32]| -> f64 {
             let (m, _) = means(lab);
             (0..n)
-                .map(|i| {
-                    sq_dist_f64(
-                        &x[i * d..(i + 1) * d],
-                        &m[lab[i] as usize * d..(lab[i] as usize + 1) * d],
-                    )
-                })
+                .map(|i| sq_dist_f64(&x[i * d..(i + 1) * d], &m[lab[i] as usize * d..(lab[i] as usize + 1) * d]))
                 .sum()
         };
         let (m, c) = means(&lab);
         let (mut pt, mut pb) = (vec![-1i32; n], vec![0u8; n]);
-        let out = hartigan_block(
-            &x,
-            n,
-            d,
-            &mut lab,
-            &mut pt,
-            &mut pb,
-            &[],
-            -1,
-            &m,
-            &c,
-            1.0,
-            16,
-        )
-        .unwrap();
+        let out = hartigan_block(&x, n, d, &mut lab, &mut pt, &mut pb, &[], -1, &m, &c, 1.0, 16).unwrap();
         assert!(!out.keys.is_empty());
         // Accept every class: the exact change from the identity equals the recomputed change.
         let mut dn = vec![0.0; k];
@@ -527,10 +438,7 @@ mod tests {
         let mut pair = 0.0;
         for (e, &key) in out.keys.iter().enumerate() {
             let v = &out.values[e * (d + 2)..(e + 1) * (d + 2)];
-            let (from, to) = (
-                ((key / k as u64) % k as u64) as usize,
-                (key % k as u64) as usize,
-            );
+            let (from, to) = (((key / k as u64) % k as u64) as usize, (key % k as u64) as usize);
             dn[from] -= v[0];
             dn[to] += v[0];
             pair += v[1];
@@ -542,34 +450,15 @@ mod tests {
         let mut predicted = pair;
         for j in 0..k {
             let nn = c[j] + dn[j];
-            let dv: f64 = (0..d)
-                .map(|l| (din[j * d + l] - dn[j] * m[j * d + l]).powi(2))
-                .sum();
+            let dv: f64 = (0..d).map(|l| (din[j * d + l] - dn[j] * m[j * d + l]).powi(2)).sum();
             predicted -= dv / nn;
         }
         let before = sse(&lab);
         let mut moved = lab.clone();
         let mut dummy = (pt.clone(), pb.clone());
-        let _ = hartigan_block(
-            &x,
-            n,
-            d,
-            &mut moved,
-            &mut dummy.0,
-            &mut dummy.1,
-            &out.keys,
-            -1,
-            &m,
-            &c,
-            1.0,
-            16,
-        )
-        .unwrap();
+        let _ =
+            hartigan_block(&x, n, d, &mut moved, &mut dummy.0, &mut dummy.1, &out.keys, -1, &m, &c, 1.0, 16).unwrap();
         let after = sse(&moved);
-        assert!(
-            ((after - before) - predicted).abs() < 1e-9 * before,
-            "{} vs {predicted}",
-            after - before
-        );
+        assert!(((after - before) - predicted).abs() < 1e-9 * before, "{} vs {predicted}", after - before);
     }
 }

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use super::distance::{sq_dist, sq_norm, Scratch, TILE};
 use super::matrix::Matrix;
-use crate::rng::{uniform, Stream};
 use crate::error::{Result, ThriftyError};
+use crate::rng::{uniform, Stream};
 use crate::scalar::Real;
 
 /// Greedy k-means++ seeding; returns k centre rows (row-major `k × d`).
@@ -95,7 +95,8 @@ pub fn kmeans_plusplus<T: Real>(
                     let cc: Vec<T> = cx.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
                     let m = ok.len();
                     let ct = x.transpose_centers(&cx, m, d);
-                    let mut pending = mem.iter().map(|&i| i as usize).filter(|&i| 4.0 * closest[i] > min_dc2).peekable();
+                    let mut pending =
+                        mem.iter().map(|&i| i as usize).filter(|&i| 4.0 * closest[i] > min_dc2).peekable();
                     while pending.peek().is_some() && !cancel.load(Ordering::Relaxed) {
                         s.rows.clear();
                         s.rows.extend(pending.by_ref().take(TILE));

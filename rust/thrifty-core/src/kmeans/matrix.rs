@@ -33,19 +33,14 @@ impl<T: Real> Csr<'_, T> {
     pub fn check(&self, n: usize, d: usize) -> Result<()> {
         let bad = |msg: String| Err(ThriftyError::shape("X", msg));
         if self.indptr.len() != n + 1 || self.indptr[0] != 0 {
-            return bad(format!(
-                "CSR indptr must have n_samples + 1 = {} entries starting at 0",
-                n + 1
-            ));
+            return bad(format!("CSR indptr must have n_samples + 1 = {} entries starting at 0", n + 1));
         }
         if self.indptr.windows(2).any(|p| p[1] < p[0]) {
             return bad("CSR indptr must be non-decreasing".into());
         }
         let nnz = self.indptr[n];
         if self.indices.len() < nnz || self.values.len() < nnz {
-            return bad(format!(
-                "CSR indices and data must hold indptr[-1] = {nnz} entries"
-            ));
+            return bad(format!("CSR indices and data must hold indptr[-1] = {nnz} entries"));
         }
         if self.indices[..nnz].iter().any(|&j| j as usize >= d) {
             return bad(format!("CSR column index out of range for {d} features"));
@@ -72,17 +67,10 @@ impl<T: Real> Matrix<'_, T> {
     #[inline]
     pub fn dot_f64(&self, i: usize, d: usize, c: &[f64]) -> f64 {
         match self {
-            Matrix::Dense(x) => x[i * d..(i + 1) * d]
-                .iter()
-                .zip(c)
-                .map(|(a, b)| a.as_f64() * b)
-                .sum(),
+            Matrix::Dense(x) => x[i * d..(i + 1) * d].iter().zip(c).map(|(a, b)| a.as_f64() * b).sum(),
             Matrix::Csr(m) => {
                 let (idx, val) = m.row(i);
-                idx.iter()
-                    .zip(val)
-                    .map(|(&j, v)| v.as_f64() * c[j as usize])
-                    .sum()
+                idx.iter().zip(val).map(|(&j, v)| v.as_f64() * c[j as usize]).sum()
             }
         }
     }
@@ -139,15 +127,7 @@ impl<T: Real> Matrix<'_, T> {
     /// Partial squared distances `‖c_j‖² − 2·x_i·c_j` of the rows `s.rows` to the `k` centres, row
     /// after row in `s.dots` (see [`tile_partial_dists`]). `ct` is the centres transposed (`d × k`),
     /// needed for sparse rows only ([`transpose_centers`]; empty for dense data).
-    pub fn tile_partial(
-        &self,
-        d: usize,
-        centers: &[T],
-        ct: &[T],
-        cc: &[T],
-        k: usize,
-        s: &mut Scratch<T>,
-    ) {
+    pub fn tile_partial(&self, d: usize, centers: &[T], ct: &[T], cc: &[T], k: usize, s: &mut Scratch<T>) {
         match self {
             Matrix::Dense(x) => tile_partial_dists(x, d, centers, cc, k, s),
             Matrix::Csr(m) => {
@@ -204,9 +184,7 @@ impl<T: Real> Matrix<'_, T> {
 
 /// Squared norms of f64 centres (`k × d`).
 pub fn center_norms(c: &[f64], d: usize) -> Vec<f64> {
-    c.chunks_exact(d)
-        .map(|r| r.iter().map(|v| v * v).sum())
-        .collect()
+    c.chunks_exact(d).map(|r| r.iter().map(|v| v * v).sum()).collect()
 }
 
 #[cfg(test)]
@@ -216,15 +194,8 @@ mod tests {
     #[test]
     fn csr_kernels_match_the_dense_ones() {
         let (n, d, k) = (9usize, 7usize, 4usize);
-        let dense: Vec<f64> = (0..n * d)
-            .map(|i| {
-                if (i * 7) % 3 == 0 {
-                    ((i * 13) % 11) as f64 - 5.0
-                } else {
-                    0.0
-                }
-            })
-            .collect();
+        let dense: Vec<f64> =
+            (0..n * d).map(|i| if (i * 7) % 3 == 0 { ((i * 13) % 11) as f64 - 5.0 } else { 0.0 }).collect();
         let (mut indptr, mut indices, mut values) = (vec![0usize], Vec::new(), Vec::new());
         for i in 0..n {
             for l in (0..d).rev() {
@@ -236,17 +207,11 @@ mod tests {
             }
             indptr.push(indices.len());
         }
-        let sp = Matrix::Csr(Csr {
-            indptr: &indptr,
-            indices: &indices,
-            values: &values,
-        });
+        let sp = Matrix::Csr(Csr { indptr: &indptr, indices: &indices, values: &values });
         let de = Matrix::Dense(&dense[..]);
         let Matrix::Csr(csr) = sp else { unreachable!() };
         csr.check(n, d).unwrap();
-        let c: Vec<f64> = (0..k * d)
-            .map(|i| ((i * 5) % 7) as f64 * 0.5 - 1.0)
-            .collect();
+        let c: Vec<f64> = (0..k * d).map(|i| ((i * 5) % 7) as f64 * 0.5 - 1.0).collect();
         let cn = center_norms(&c, d);
         let cc: Vec<f64> = cn.clone();
         let (mut s1, mut s2) = (Scratch::new(d, k), Scratch::new(d, k));
@@ -264,20 +229,14 @@ mod tests {
             assert_eq!(a, b);
             for j in 0..k {
                 let cj = &c[j * d..(j + 1) * d];
-                assert!(
-                    (de.dist2(i, d, xx, cj, cn[j]) - sp.dist2(i, d, xx, cj, cn[j])).abs() < 1e-12
-                );
+                assert!((de.dist2(i, d, xx, cj, cn[j]) - sp.dist2(i, d, xx, cj, cn[j])).abs() < 1e-12);
             }
             let (mut r1, mut r2) = (vec![0.0; d], vec![9.0; d]);
             de.copy_row(i, d, &mut r1);
             sp.copy_row(i, d, &mut r2);
             assert_eq!(r1, r2);
         }
-        let bad = Csr {
-            indptr: &indptr,
-            indices: &indices,
-            values: &values,
-        };
+        let bad = Csr { indptr: &indptr, indices: &indices, values: &values };
         assert!(bad.check(n, d - 1).is_err() || indices.iter().all(|&j| (j as usize) < d - 1));
         assert!(bad.check(n + 1, d).is_err());
     }

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-pub use batched::{Algorithm, IterStats};
 use batched::Data;
+pub use batched::{Algorithm, IterStats};
 use distance::{sq_dist, sq_norm, TILE};
 pub use matrix::{Csr, Matrix};
 
@@ -118,7 +118,14 @@ fn check_weights(w: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
 }
 
 /// Fit k-means to `x` (`n × d`, row-major).
-pub fn fit<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, init: Init<'_, T>, p: &Params) -> Result<Fit<T>> {
+pub fn fit<T: Real>(
+    x: &[T],
+    n: usize,
+    d: usize,
+    sample_weight: Option<&[f64]>,
+    init: Init<'_, T>,
+    p: &Params,
+) -> Result<Fit<T>> {
     fit_cancellable(x, n, d, sample_weight, init, p, &AtomicBool::new(false))
 }
 
@@ -202,24 +209,26 @@ pub fn fit_matrix<T: Real>(
     mean.iter_mut().for_each(|m| *m /= n as f64);
     let mean_sq: f64 = mean.iter().map(|m| m * m).sum();
     let var_sum = (xx.iter().sum::<f64>() / n as f64 - mean_sq).max(0.0); // Σ per-feature variances
-    // Centre (unweighted mean, as scikit-learn) in a working copy only when the offset dominates
-    // the spread: then ‖x‖² − 2x·c + ‖c‖² would cancel badly. Otherwise the copy costs more than
-    // it buys, and the caller's array is used as is (read-only).
+                                                                          // Centre (unweighted mean, as scikit-learn) in a working copy only when the offset dominates
+                                                                          // the spread: then ‖x‖² − 2x·c + ‖c‖² would cancel badly. Otherwise the copy costs more than
+                                                                          // it buys, and the caller's array is used as is (read-only).
     let centred: Vec<T>;
     let mut origin = vec![0.0f64; d]; // the data's mean in working coordinates
     let xw: Matrix<'_, T> = match x {
         Matrix::Dense(x) if mean_sq > var_sum => {
-        let mut xc = try_filled(n * d, T::zero(), "X")?;
-        xc.par_chunks_mut(d * TILE).zip(x.par_chunks(d * TILE)).zip(xx.par_chunks_mut(TILE)).for_each(|((dst, src), norms)| {
-            for ((drow, srow), nrm) in dst.chunks_exact_mut(d).zip(src.chunks_exact(d)).zip(norms.iter_mut()) {
-                for ((o, v), m) in drow.iter_mut().zip(srow).zip(&mean) {
-                    *o = T::of(v.as_f64() - m);
-                }
-                *nrm = sq_norm(drow);
-            }
-        });
-        centred = xc;
-        Matrix::Dense(&centred[..])
+            let mut xc = try_filled(n * d, T::zero(), "X")?;
+            xc.par_chunks_mut(d * TILE).zip(x.par_chunks(d * TILE)).zip(xx.par_chunks_mut(TILE)).for_each(
+                |((dst, src), norms)| {
+                    for ((drow, srow), nrm) in dst.chunks_exact_mut(d).zip(src.chunks_exact(d)).zip(norms.iter_mut()) {
+                        for ((o, v), m) in drow.iter_mut().zip(srow).zip(&mean) {
+                            *o = T::of(v.as_f64() - m);
+                        }
+                        *nrm = sq_norm(drow);
+                    }
+                },
+            );
+            centred = xc;
+            Matrix::Dense(&centred[..])
         }
         _ => {
             origin = mean.clone();
@@ -233,7 +242,8 @@ pub fn fit_matrix<T: Real>(
     let var_sum = if is_centred { xx.iter().sum::<f64>() / n as f64 } else { var_sum };
     let tol = p.tol * var_sum / d as f64;
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
-    let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel, origin: &origin };
+    let data =
+        Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel, origin: &origin };
 
     // The runs are reduced as they finish (lowest inertia, lowest run index on ties: the same winner
     // on any thread count), so memory does not grow with n_init.
@@ -245,7 +255,10 @@ pub fn fit_matrix<T: Real>(
             let init_c: Vec<T> = match &init {
                 Init::KMeansPlusPlus => init::kmeans_plusplus(&xw, d, &xx, &w, k, &mut rng, cancel)?,
                 Init::Random => init::random_rows(&xw, d, &w, k, &mut rng),
-                Init::Centers(c) => c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() - m))).collect(),
+                Init::Centers(c) => c
+                    .chunks_exact(d)
+                    .flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() - m)))
+                    .collect(),
             };
             Ok((r, batched::run(&data, &init_c, k, p.algorithm, p.max_iter, tol, total_wxx)?, init_c))
         })
@@ -254,7 +267,9 @@ pub fn fit_matrix<T: Real>(
             Ok(if b_wins { b } else { a })
         })
         .expect("n_init >= 1")?;
-    let uncenter = |c: &[T]| -> Vec<T> { c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() + m))).collect() };
+    let uncenter = |c: &[T]| -> Vec<T> {
+        c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() + m))).collect()
+    };
     run.centers = uncenter(&run.centers);
     Ok(Fit { run, best_run: best, init_centers: uncenter(&init_c) })
 }
@@ -276,7 +291,14 @@ pub fn predict<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize, ca
 }
 
 /// [`predict`] for dense or CSR rows (sparse rows: ‖x‖² − 2·x·c + ‖c‖² with a sparse dot).
-pub fn predict_matrix<T: Real>(x: Matrix<'_, T>, n: usize, d: usize, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<Vec<u32>> {
+pub fn predict_matrix<T: Real>(
+    x: Matrix<'_, T>,
+    n: usize,
+    d: usize,
+    centers: &[T],
+    k: usize,
+    cancel: &AtomicBool,
+) -> Result<Vec<u32>> {
     check_data(&x, n, d)?;
     check_centers(centers, k, d)?;
     let rows = Rows::new(x, d, centers);
@@ -354,11 +376,19 @@ pub fn transform<T: Real>(x: &[T], n: usize, d: usize, centers: &[T], k: usize, 
 }
 
 /// [`transform`] for dense or CSR rows (the output is dense).
-pub fn transform_matrix<T: Real>(x: Matrix<'_, T>, n: usize, d: usize, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<Vec<T>> {
+pub fn transform_matrix<T: Real>(
+    x: Matrix<'_, T>,
+    n: usize,
+    d: usize,
+    centers: &[T],
+    k: usize,
+    cancel: &AtomicBool,
+) -> Result<Vec<T>> {
     check_data(&x, n, d)?;
     check_centers(centers, k, d)?;
     let rows = Rows::new(x, d, centers);
-    let len = n.checked_mul(k).ok_or_else(|| ThriftyError::invalid("n_clusters", format!("{n} x {k} distances overflow")))?;
+    let len =
+        n.checked_mul(k).ok_or_else(|| ThriftyError::invalid("n_clusters", format!("{n} x {k} distances overflow")))?;
     let mut out = try_filled(len, T::zero(), "n_clusters")?;
     out.par_chunks_mut(k * TILE).enumerate().for_each(|(t, block)| {
         if cancel.load(Ordering::Relaxed) {
@@ -378,7 +408,15 @@ pub fn transform_matrix<T: Real>(x: Matrix<'_, T>, n: usize, d: usize, centers: 
 
 /// Weighted sum of squared distances of each row to its nearest centre (scikit-learn's `score` is
 /// minus this), in O(n) memory (no `n × k` matrix). Interruptible like [`predict`].
-pub fn inertia<T: Real>(x: &[T], n: usize, d: usize, sample_weight: Option<&[f64]>, centers: &[T], k: usize, cancel: &AtomicBool) -> Result<f64> {
+pub fn inertia<T: Real>(
+    x: &[T],
+    n: usize,
+    d: usize,
+    sample_weight: Option<&[f64]>,
+    centers: &[T],
+    k: usize,
+    cancel: &AtomicBool,
+) -> Result<f64> {
     ensure_matrix("X", x, n, d)?;
     inertia_matrix(Matrix::Dense(x), n, d, sample_weight, centers, k, cancel)
 }

@@ -57,7 +57,8 @@ fn sse_never_increases() {
             for weighted in [false, true] {
                 let x = gaussian_blobs(n, d, k / 2 + 1, 3.0, seed);
                 let w = weights(n, seed);
-                let fit = super::fit(&x, n, d, weighted.then_some(&w[..]), Init::Random, &params(k, alg, seed)).unwrap();
+                let fit =
+                    super::fit(&x, n, d, weighted.then_some(&w[..]), Init::Random, &params(k, alg, seed)).unwrap();
                 let mut prev = f64::INFINITY;
                 for s in &fit.run.stats {
                     for v in [s.sse_after_batch, s.sse_after_sequential] {
@@ -66,7 +67,8 @@ fn sse_never_increases() {
                     }
                 }
                 let f32x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-                let fit32 = super::fit(&f32x, n, d, weighted.then_some(&w[..]), Init::Random, &params(k, alg, seed)).unwrap();
+                let fit32 =
+                    super::fit(&f32x, n, d, weighted.then_some(&w[..]), Init::Random, &params(k, alg, seed)).unwrap();
                 let mut prev = f64::INFINITY;
                 for s in &fit32.run.stats {
                     for v in [s.sse_after_batch, s.sse_after_sequential] {
@@ -86,7 +88,15 @@ fn hartigan_result_is_a_local_optimum() {
         let x = gaussian_blobs(n, d, 3, 2.5, seed);
         let w = weights(n, seed);
         for weighted in [false, true] {
-            let fit = super::fit(&x, n, d, weighted.then_some(&w[..]), Init::KMeansPlusPlus, &params(k, Algorithm::Hartigan, seed)).unwrap();
+            let fit = super::fit(
+                &x,
+                n,
+                d,
+                weighted.then_some(&w[..]),
+                Init::KMeansPlusPlus,
+                &params(k, Algorithm::Hartigan, seed),
+            )
+            .unwrap();
             assert!(fit.run.converged);
             let ww = if weighted { w.clone() } else { vec![1.0; n] };
             let base = weighted_sse(&x, d, &ww, &fit.run.labels, k);
@@ -126,10 +136,16 @@ fn lloyd_matches_naive_lloyd() {
     for _ in 0..300 {
         let new: Vec<u32> = (0..n)
             .map(|i| {
-                (0..k).fold((0u32, f64::INFINITY), |b, j| {
-                    let v = sq_dist(&x[i * d..(i + 1) * d], &c[j * d..(j + 1) * d]);
-                    if v < b.1 { (j as u32, v) } else { b }
-                }).0
+                (0..k)
+                    .fold((0u32, f64::INFINITY), |b, j| {
+                        let v = sq_dist(&x[i * d..(i + 1) * d], &c[j * d..(j + 1) * d]);
+                        if v < b.1 {
+                            (j as u32, v)
+                        } else {
+                            b
+                        }
+                    })
+                    .0
             })
             .collect();
         let done = new == labels;
@@ -239,10 +255,18 @@ fn reference_lloyd(x: &[f64], d: usize, w: &[f64], init: &[f64], k: usize, iters
     let mean: Vec<f64> = (0..d).map(|l| (0..n).map(|i| x[i * d + l]).sum::<f64>() / n as f64).collect();
     let nearest = |c: &[f64]| -> Vec<usize> {
         (0..n)
-            .map(|i| (0..k).fold((0, f64::INFINITY), |b, j| {
-                let v = sq_dist(row(i), &c[j * d..(j + 1) * d]);
-                if v < b.1 { (j, v) } else { b }
-            }).0)
+            .map(|i| {
+                (0..k)
+                    .fold((0, f64::INFINITY), |b, j| {
+                        let v = sq_dist(row(i), &c[j * d..(j + 1) * d]);
+                        if v < b.1 {
+                            (j, v)
+                        } else {
+                            b
+                        }
+                    })
+                    .0
+            })
             .collect()
     };
     let mut c = init.to_vec();
@@ -296,7 +320,9 @@ fn reference_lloyd(x: &[f64], d: usize, w: &[f64], init: &[f64], k: usize, iters
 #[test]
 fn lloyd_follows_scikit_learn_step_for_step_when_clusters_empty() {
     let mut relocated = 0;
-    for (seed, (n, d, k, blobs)) in [(0u64, (600, 8, 12, 12)), (1, (500, 5, 16, 10)), (2, (800, 16, 20, 20)), (3, (300, 2, 9, 4))] {
+    for (seed, (n, d, k, blobs)) in
+        [(0u64, (600, 8, 12, 12)), (1, (500, 5, 16, 10)), (2, (800, 16, 20, 20)), (3, (300, 2, 9, 4))]
+    {
         let x = gaussian_blobs(n, d, blobs, 0.6, seed);
         let mut r = stream(seed, 7);
         // Random rows, with the first row repeated: duplicate centres empty at the first step.
@@ -333,10 +359,12 @@ fn hartigan_reseeds_emptied_clusters_and_stays_monotone() {
     for seed in 0..8u64 {
         let x = gaussian_blobs(n, d, k, 0.6, seed);
         let mut r = stream(seed, 7);
-        let init: Vec<f64> = (0..k).flat_map(|_| {
-            let i = (uniform(&mut r) * n as f64) as usize;
-            x[i * d..(i + 1) * d].to_vec()
-        }).collect();
+        let init: Vec<f64> = (0..k)
+            .flat_map(|_| {
+                let i = (uniform(&mut r) * n as f64) as usize;
+                x[i * d..(i + 1) * d].to_vec()
+            })
+            .collect();
         let fit = super::fit(&x, n, d, None, Init::Centers(&init), &params(k, Algorithm::Hartigan, 0)).unwrap();
         let mut counts = vec![0; k];
         fit.run.labels.iter().for_each(|&l| counts[l as usize] += 1);
@@ -398,7 +426,6 @@ fn many_runs_keep_the_first_best_without_holding_them_all() {
     assert_eq!(many.best_run, best);
     assert!((many.run.inertia - alone[best]).abs() <= 1e-9 * alone[best]);
 }
-
 
 /// CSR parts of a dense row-major matrix (zeros dropped, columns stored in reverse order so that
 /// nothing relies on sorted indices).
@@ -489,10 +516,21 @@ fn hartigan_never_ends_above_lloyd_from_the_same_start() {
         let (n, d, k) = (1500, 8, 20);
         let x = gaussian_blobs(n, d, k, 0.8, seed);
         for random in [true, false] {
-            let again = || -> Init<'_, f64> { if random { Init::Random } else { Init::KMeansPlusPlus } };
+            let again = || -> Init<'_, f64> {
+                if random {
+                    Init::Random
+                } else {
+                    Init::KMeansPlusPlus
+                }
+            };
             let h = super::fit(&x, n, d, None, again(), &params(k, Algorithm::Hartigan, seed)).unwrap();
             let l = super::fit(&x, n, d, None, again(), &params(k, Algorithm::Lloyd, seed)).unwrap();
-            assert!(h.run.inertia <= l.run.inertia * (1.0 + 1e-12), "seed {seed}: {} > {}", h.run.inertia, l.run.inertia);
+            assert!(
+                h.run.inertia <= l.run.inertia * (1.0 + 1e-12),
+                "seed {seed}: {} > {}",
+                h.run.inertia,
+                l.run.inertia
+            );
         }
     }
 }
