@@ -513,7 +513,7 @@ mod tests {
             wh.apply(&x[i * p..(i + 1) * p], 1, &mut one);
             assert_eq!(one, all[i * rr..(i + 1) * rr].to_vec());
         }
-        assert!(orthonormalize(&vec![0.0; 20], 4, 5, 1e-6, true, never()).is_err());
+        assert!(orthonormalize(&[0.0; 20], 4, 5, 1e-6, true, never()).is_err());
     }
 
     #[test]
