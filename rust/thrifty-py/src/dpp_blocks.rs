@@ -2,50 +2,13 @@
 //! the driver: TSQR nodes of a chunk, the tree reduction, the whitening, basis rows and leverages
 //! of a chunk, the inverse-CDF lookup inside blocks, the proposal pairs and the sampler on fetched
 //! rows. Conversion and error mapping only; the numerics are in `thrifty_core::dpp::{tsqr, remote}`.
-use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
-};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use thrifty_core::dpp::{ortho, remote, tsqr};
 
+use crate::arrays::{slice2, with_matrix, FloatMatrix};
 use crate::errors::{enter, CoreResultExt};
-
-enum Block<'py> {
-    F64(PyReadonlyArray2<'py, f64>),
-    F32(PyReadonlyArray2<'py, f32>),
-}
-
-fn block<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Block<'py>> {
-    if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f64>>() {
-        Ok(Block::F64(a))
-    } else if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f32>>() {
-        Ok(Block::F32(a))
-    } else {
-        Err(PyTypeError::new_err(format!("{name} must be a 2-D float32 or float64 array")))
-    }
-}
-
-fn slice2<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> PyResult<(&'a [T], usize, usize)> {
-    let (r, c) = (a.shape()[0], a.shape()[1]);
-    let s = a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be C-contiguous")))?;
-    Ok((s, r, c))
-}
-
-macro_rules! with_block {
-    ($m:expr, $name:expr, |$s:ident, $r:ident, $c:ident| $body:expr) => {
-        match &$m {
-            Block::F64(a) => {
-                let ($s, $r, $c) = slice2(a, $name)?;
-                $body
-            }
-            Block::F32(a) => {
-                let ($s, $r, $c) = slice2(a, $name)?;
-                $body
-            }
-        }
-    };
-}
 
 fn weights(w: &Option<PyReadonlyArray2<'_, f64>>, p: usize) -> PyResult<Option<(Vec<f64>, usize)>> {
     match w {
@@ -72,8 +35,8 @@ fn dpp_tsqr_chunk<'py>(
     n_total: usize,
     w: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<Nodes<'py>> {
-    let m = block(x, "x")?;
-    let nodes = with_block!(m, "x", |s, n, p| {
+    let m = FloatMatrix::new(x, "x")?;
+    let nodes = with_matrix!(m, "x", |s, n, p| {
         let wv = weights(&w, p)?;
         enter(py, None, |c| {
             tsqr::chunk_nodes(s, n, p, first_row, n_total, wv.as_ref().map(|(w, r)| (w.as_slice(), *r)), c)
@@ -152,9 +115,9 @@ fn dpp_basis_rows<'py>(
     w: PyReadonlyArray2<'py, f64>,
     w2: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let m = block(x, "x")?;
+    let m = FloatMatrix::new(x, "x")?;
     let wh = whitening(&w, &w2)?;
-    with_block!(m, "x", |s, n, c| {
+    with_matrix!(m, "x", |s, n, c| {
         if c != wh.p {
             return Err(PyValueError::new_err(format!("x must have {} columns, got {c}", wh.p)));
         }
@@ -179,9 +142,9 @@ fn dpp_chunk_leverage<'py>(
     w: PyReadonlyArray2<'py, f64>,
     w2: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<ChunkLeverage<'py>> {
-    let m = block(x, "x")?;
+    let m = FloatMatrix::new(x, "x")?;
     let wh = whitening(&w, &w2)?;
-    let lev = with_block!(m, "x", |s, n, c| {
+    let lev = with_matrix!(m, "x", |s, n, c| {
         if c != wh.p {
             return Err(PyValueError::new_err(format!("x must have {} columns, got {c}", wh.p)));
         }
@@ -251,10 +214,10 @@ fn dpp_sample_fetched<'py>(
     items: PyReadonlyArray1<'py, i64>,
     us: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
-    let m = block(rows, "rows")?;
+    let m = FloatMatrix::new(rows, "rows")?;
     let it: Vec<usize> = items.as_slice()?.iter().map(|&i| i.max(0) as usize).collect();
     let u = us.as_slice()?;
-    let got = with_block!(m, "rows", |s, nc, r| {
+    let got = with_matrix!(m, "rows", |s, nc, r| {
         enter(py, None, |c| {
             let lev = ortho::leverage(s, nc, r);
             remote::sample_from_rows(s, nc, r, &lev, &it, u, c)

@@ -10,20 +10,8 @@ use pyo3::prelude::*;
 use thrifty_core::kmeans::{self, Algorithm, Csr, Init, IterStats, Matrix, Params};
 use thrifty_core::scalar::Real;
 
+use crate::arrays::FloatMatrix;
 use crate::errors::enter;
-
-/// X (or centres) in either precision, borrowed read-only.
-#[derive(FromPyObject)]
-enum FloatMatrix<'py> {
-    F64(PyReadonlyArray2<'py, f64>),
-    F32(PyReadonlyArray2<'py, f32>),
-}
-
-impl<'py> FloatMatrix<'py> {
-    fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
-        obj.extract().map_err(|_| PyTypeError::new_err("X must be a 2-D float32 or float64 NumPy array"))
-    }
-}
 
 /// The values of a CSR X in either precision, borrowed read-only.
 #[derive(FromPyObject)]
@@ -60,7 +48,7 @@ impl<'py> CsrIndex<'py> {
 macro_rules! with_matrix {
     ($x:expr, $csr:expr, |$m:ident, $n:ident, $d:ident| $body:expr) => {
         match $csr {
-            None => match FloatMatrix::new($x)? {
+            None => match FloatMatrix::new($x, "X")? {
                 FloatMatrix::F64(a) => {
                     let ($n, $d) = (a.shape()[0], a.shape()[1]);
                     let $m = Matrix::Dense(slice(&a, "X")?);

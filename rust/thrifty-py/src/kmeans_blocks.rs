@@ -3,44 +3,26 @@
 //! blocks on worker threads, where signals cannot be polled). The state arrays are copied, never
 //! modified: a Dask future may be shared by several tasks and must stay valid for recomputation.
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use thrifty_core::kmeans::blocks;
 use thrifty_core::scalar::Real;
 
+use crate::arrays::{slice1, slice2, FloatMatrix};
 use crate::errors::CoreResultExt;
-
-#[derive(FromPyObject)]
-enum Block<'py> {
-    F64(PyReadonlyArray2<'py, f64>),
-    F32(PyReadonlyArray2<'py, f32>),
-}
-
-fn block<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Block<'py>> {
-    obj.extract().map_err(|_| PyTypeError::new_err("X block must be a 2-D float32 or float64 NumPy array"))
-}
 
 macro_rules! dispatch {
     ($m:expr, |$x:ident| $body:expr) => {
         match $m {
-            Block::F64($x) => $body,
-            Block::F32($x) => $body,
+            FloatMatrix::F64($x) => $body,
+            FloatMatrix::F32($x) => $body,
         }
     };
 }
 
-fn rows<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>) -> PyResult<(&'a [T], usize, usize)> {
-    let s = a.as_slice().map_err(|_| PyValueError::new_err("X block must be C-contiguous"))?;
-    Ok((s, a.shape()[0], a.shape()[1]))
-}
-
 fn vec1<T: numpy::Element + Copy>(a: &PyReadonlyArray1<'_, T>, name: &str) -> PyResult<Vec<T>> {
     Ok(a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))?.to_vec())
-}
-
-fn sl<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))
 }
 
 type KparOut<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<u32>>, f64, Bound<'py, PyArray1<f64>>);
@@ -61,8 +43,8 @@ fn kmeans_block_kpar_update<'py>(
     let mut cl = vec1(&closest, "closest")?;
     let mut ow = vec1(&owner, "owner")?;
     let c = cands.as_slice().map_err(|_| PyValueError::new_err("candidates must be C-contiguous"))?;
-    let (cost, counts) = dispatch!(block(x)?, |a| {
-        let (xs, n, d) = rows(&a)?;
+    let (cost, counts) = dispatch!(FloatMatrix::new(x, "X block")?, |a| {
+        let (xs, n, d) = slice2(&a, "X block")?;
         if cands.shape()[1] != d && !c.is_empty() {
             return Err(PyValueError::new_err("candidates and X block differ in width"));
         }
@@ -82,7 +64,7 @@ fn kmeans_block_kpar_sample<'py>(
     round: u64,
     block: u64,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-    let cl = sl(&closest, "closest")?;
+    let cl = slice1(&closest, "closest")?;
     let kept = py.detach(|| blocks::kpar_sample(cl, phi, ell, seed, round, block));
     Ok(kept.into_pyarray(py))
 }
@@ -99,7 +81,7 @@ fn lloyd_typed<'py, T: Real + numpy::Element>(
     half_sep: &[f64],
     fresh: bool,
 ) -> PyResult<LloydOut<'py>> {
-    let (xs, n, d) = rows(&a)?;
+    let (xs, n, d) = slice2(&a, "X block")?;
     let (mut lab, mut up, mut lo) = state;
     if fresh {
         lab = vec![0; n];
@@ -134,8 +116,8 @@ fn kmeans_block_lloyd<'py>(
         _ => return Err(PyValueError::new_err("labels, upper and lower must be given together")),
     };
     let c = centers.as_slice().map_err(|_| PyValueError::new_err("centers must be C-contiguous"))?;
-    let (dr, hs) = (sl(&drift, "drift")?, sl(&half_sep, "half_sep")?);
-    dispatch!(block(x)?, |a| lloyd_typed(py, a, state, c, dr, hs, fresh))
+    let (dr, hs) = (slice1(&drift, "drift")?, slice1(&half_sep, "half_sep")?);
+    dispatch!(FloatMatrix::new(x, "X block")?, |a| lloyd_typed(py, a, state, c, dr, hs, fresh))
 }
 
 type HartiganOut<'py> = (
@@ -167,11 +149,11 @@ fn kmeans_block_hartigan<'py>(
 ) -> PyResult<HartiganOut<'py>> {
     let (mut lab, mut pt, mut pb) =
         (vec1(&labels, "labels")?, vec1(&prop_to, "prop_to")?, vec1(&prop_bucket, "prop_bucket")?);
-    let acc = sl(&accepted, "accepted")?;
+    let acc = slice1(&accepted, "accepted")?;
     let c = centers.as_slice().map_err(|_| PyValueError::new_err("centers must be C-contiguous"))?;
-    let s = sl(&sizes, "sizes")?;
-    let out = dispatch!(block(x)?, |a| {
-        let (xs, n, d) = rows(&a)?;
+    let s = slice1(&sizes, "sizes")?;
+    let out = dispatch!(FloatMatrix::new(x, "X block")?, |a| {
+        let (xs, n, d) = slice2(&a, "X block")?;
         py.detach(|| blocks::hartigan_block(xs, n, d, &mut lab, &mut pt, &mut pb, acc, single, c, s, scale, n_buckets))
             .py()?
     });
