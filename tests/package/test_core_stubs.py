@@ -69,6 +69,13 @@ Y2 = np.ascontiguousarray(np.c_[Y, X[:, 1] + rng.normal(size=40)])
 COV = np.ascontiguousarray(X.T @ X + np.eye(6))
 U01 = np.ascontiguousarray(rng.uniform(size=(30, 2)))
 
+def _tsqr_whitening(x: Any) -> Any:
+    """W with Q = X·W from the TSQR pieces (the dask path's basis)."""
+    n, p = x.shape
+    r = _core.dpp_tsqr_reduce(_core.dpp_tsqr_chunk(x, 0, n), n, p)
+    return _core.dpp_tsqr_whiten(r, 1e-12, False)[0]
+
+
 CALLS: dict[str, Any] = {
     "kmeans_fit": lambda: _core.kmeans_fit(X, None, "k-means++", 3, 1, 50, 0.0, "hartigan", 0),
     "inference_nb_test": lambda: _core.inference_nb_test(np.array([0.3, 0.4, 0.2, 0.5]), 0.25, 10.0),
@@ -83,6 +90,7 @@ CALLS: dict[str, Any] = {
     "dpp_greedy_entropy_features": lambda: _core.dpp_greedy_entropy_features(X, 3, 1e-10),
     "dpp_greedy_mutual_information": lambda: _core.dpp_greedy_mutual_information(COV, 3, 1e-3),
     "DppEnsemble.sample_many": lambda: _core.DppEnsemble.from_features(X).sample_many(3, 0),
+    "dpp_chunk_leverage": lambda: _core.dpp_chunk_leverage(X, _tsqr_whitening(X)),
 }
 
 
