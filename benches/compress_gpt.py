@@ -6,7 +6,9 @@ Three parts, all on CPU with fixed seeds (issue 8, acceptance 3-5):
               for every budget (stored bytes per row = 2·d / ratio, the bf16 convention), compute the weight
               gradient from compressed X with
               - STAC-R: the library's LayerCodec (stateful across steps: plans on the first batch, refreshes
-                its basis from each batch) and the shipped kernels (compress + grad_weight);
+                its basis from each batch) and the shipped kernels (compress + grad_weight), with the same
+                compute cap as stac_r (rank <= max(32, compute_budget * out_features), --compute-budget);
+                the two controls get STAC-R's actual stored bytes per row (a capped layer stores less);
               - SVD: the top-r right singular vectors of this step's X (the optimal basis for the batch),
                 bf16 coefficients, the bf16 basis counted in the bytes (2r + 2rd/n per row);
               - random: an untracked random orthonormal subspace redrawn each step (regenerated from a seed,
