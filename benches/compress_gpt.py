@@ -6,7 +6,9 @@ Three parts, all on CPU with fixed seeds (issue 8, acceptance 3-5):
               for every budget (stored bytes per row = 2·d / ratio, the bf16 convention), compute the weight
               gradient from compressed X with
               - STAC-R: the library's LayerCodec (stateful across steps: plans on the first batch, refreshes
-                its basis from each batch) and the shipped kernels (compress + grad_weight);
+                its basis from each batch) and the shipped kernels (compress + grad_weight), with the same
+                compute cap as stac_r (rank <= max(32, compute_budget * out_features), --compute-budget);
+                the two controls get STAC-R's actual stored bytes per row (a capped layer stores less);
               - SVD: the top-r right singular vectors of this step's X (the optimal basis for the batch),
                 bf16 coefficients, the bf16 basis counted in the bytes (2r + 2rd/n per row);
               - random: an untracked random orthonormal subspace redrawn each step (regenerated from a seed,
@@ -62,6 +64,7 @@ from thrifty.compress import (
     unwrap,
 )
 from thrifty.compress._codec import LayerCodec
+from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, MIN_CAPPED_RANK
 
 METHODS = ("STAC-R", "SVD", "random")
 
@@ -99,12 +102,20 @@ class Capture:
 class Frontier:
     """Per-step weight-gradient cosines of the three methods at every budget."""
 
-    def __init__(self, widths: dict[str, int], ratios: list[float], seed: int) -> None:
+    def __init__(
+        self, widths: dict[str, int], ratios: list[float], seed: int, outs: dict[str, int], compute_budget: float
+    ) -> None:
         self.widths = widths
         self.ratios = ratios
         self.seed = seed
+        # the same compute cap as stac_r/CompressedLinear: planned rank <= max(32, compute_budget * out_features)
+        caps = {
+            name: {} if not math.isfinite(compute_budget) else {"max_rank": max(MIN_CAPPED_RANK, int(compute_budget * outs[name]))}
+            for name in widths
+        }
         self.codecs = {
-            (ratio, name): LayerCodec(d, ratio=ratio, seed=seed, layer_index=i, reference_bytes_per_row=2.0 * d)
+            (ratio, name): LayerCodec(d, ratio=ratio, seed=seed, layer_index=i, reference_bytes_per_row=2.0 * d,
+                                      overrides=caps[name])
             for ratio in ratios
             for i, (name, d) in enumerate(widths.items())
         }
@@ -144,7 +155,18 @@ class Frontier:
         v = vecs.flip(1).to(torch.float32)
         layer = list(self.widths).index(name)
         for ratio in self.ratios:
-            budget = 2.0 * d / ratio
+            # STAC-R through the library's codec and kernels
+            codec = self.codecs[(ratio, name)]
+            u = codec.basis_for(x)
+            packed = codec.encode(x, u)
+            cfg = codec.config
+            assert cfg is not None
+            ghat = _kernels.grad_weight(g, u, *packed, d=d, block=cfg.block, bits=cfg.bits)
+            self._record("STAC-R", ratio, name, ghat, gw, late)
+            self.bytes[("STAC-R", ratio, name)] = float(cfg.bytes_per_row(d))
+            # the controls store as many bytes per row as STAC-R actually does (at most the budget 2·d/ratio:
+            # a compute-capped layer stores less)
+            budget = min(2.0 * d / ratio, float(cfg.bytes_per_row(d)))
             # SVD of this batch: bf16 coefficients and bf16 basis, the basis amortised over the rows
             r = max(1, int(budget // (2.0 + 2.0 * d / n)))
             ub = v[:, :r]
@@ -158,15 +180,6 @@ class Frontier:
             cp = (x @ p).to(torch.bfloat16).to(torch.float32)
             self._record("random", ratio, name, (g.t() @ cp) @ p.t(), gw, late)
             self.bytes[("random", ratio, name)] = 2.0 * r
-            # STAC-R through the library's codec and kernels
-            codec = self.codecs[(ratio, name)]
-            u = codec.basis_for(x)
-            packed = codec.encode(x, u)
-            cfg = codec.config
-            assert cfg is not None
-            ghat = _kernels.grad_weight(g, u, *packed, d=d, block=cfg.block, bits=cfg.bits)
-            self._record("STAC-R", ratio, name, ghat, gw, late)
-            self.bytes[("STAC-R", ratio, name)] = float(cfg.bytes_per_row(d))
 
     def bytes_per_token(self, method: str, ratio: float) -> float:
         return sum(self.bytes[(method, ratio, name)] for name in self.widths)
@@ -274,7 +287,8 @@ def run_frontier(args: argparse.Namespace, train: torch.Tensor, val: torch.Tenso
     opt = make_optimizer(model, args.lr)
     cap = Capture(model)
     widths = {n: m.in_features for n, m in cap.linears}
-    fr = Frontier(widths, args.ratios, args.seed) if args.frontier else None
+    outs = {n: m.out_features for n, m in cap.linears}
+    fr = Frontier(widths, args.ratios, args.seed, outs, args.compute_budget) if args.frontier else None
     gen = torch.Generator().manual_seed(args.seed)
     times = []
     t_start = time.perf_counter()
@@ -359,7 +373,8 @@ def run_training(args: argparse.Namespace, train: torch.Tensor, val: torch.Tenso
     """(b) + (c): exact and stac_r models from the same seed, trained on the same batches, steps interleaved
     (alternating which goes first) so that their step times are measured in the same process and moment."""
     exact = new_model(args.seed, cfg)
-    comp = stac_r(new_model(args.seed, cfg), ratio=args.train_ratio, inplace=True, seed=args.seed)
+    comp = stac_r(new_model(args.seed, cfg), ratio=args.train_ratio, inplace=True, seed=args.seed,
+                  compute_budget=args.compute_budget)
     opt_e, opt_c = make_optimizer(exact, args.lr), make_optimizer(comp, args.lr)
     gen = torch.Generator().manual_seed(args.seed)
     te: list[float] = []
@@ -431,6 +446,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="30 steps")
     ap.add_argument("--ratios", type=str, default="4,6,8,16,32")
     ap.add_argument("--train-ratio", type=float, default=8.0)
+    ap.add_argument("--compute-budget", type=float, default=DEFAULT_COMPUTE_BUDGET,
+                    help="stac_r's compute cap: rank <= this * out_features (inf = off); default the library's")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--smoke", action="store_true", help="a 1-layer width-64 model, 3 steps: checks the script runs")
     ap.add_argument("--lr", type=float, default=1e-3)

@@ -130,6 +130,28 @@ def test_plan_overrides() -> None:
         plan_layer(x, 8.0, overrides={"residual_bits": 2})
 
 
+def test_plan_compute_cap_buys_precision_not_rank() -> None:
+    """``max_rank`` caps the planned rank; the freed bytes go to bf16 coefficients, no residual is planned,
+    and the plan still fits the byte budget."""
+    x = _structured(1024, 256, 200, seed=3, decay=0.99)
+    free = plan_layer(x, 8.0)  # 128 bytes per row: int8 at rank 124
+    assert (free.rank, free.coef) == (124, "int8")
+    cfg = plan_layer(x, 8.0, overrides={"max_rank": 40})
+    assert (cfg.rank, cfg.coef, cfg.k) == (40, "bf16", 0)
+    assert cfg.bytes_per_row(256) == 80 <= 256 * 4 / 8
+    # a cap above the budget's rank changes nothing; a cap too tight for bf16 keeps int8
+    assert plan_layer(x, 8.0, overrides={"max_rank": 500}) == free
+    tight = plan_layer(x, 32.0, overrides={"max_rank": 20})  # 32 bytes: bf16 at 20 does not fit
+    assert (tight.rank, tight.coef) == (20, "int8") and tight.bytes_per_row(256) <= 32
+    # pinned choices still win over the cap's preferences
+    pinned = plan_layer(x, 8.0, overrides={"max_rank": 40, "coef_dtype": "int8"})
+    assert (pinned.rank, pinned.coef) == (40, "int8")
+    with pytest.raises(ValueError, match="max_rank"):
+        plan_layer(x, 8.0, overrides={"max_rank": 0})
+    with pytest.raises(TypeError, match="max_rank"):
+        plan_layer(x, 8.0, overrides={"max_rank": 2.5})
+
+
 def test_plan_rejects_bad_input() -> None:
     x = _structured(64, 32, 4, seed=7)
     with pytest.raises(ValueError, match="ratio"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 
@@ -103,6 +104,30 @@ def test_per_layer_overrides() -> None:
     model(torch.randn(2, 16, 32)).sum().backward()
     head = layers["head"].config
     assert head is not None and head.rank == 2 and head.coef == "fp32"
+
+
+def test_compute_budget_caps_the_planned_rank() -> None:
+    """rank <= max(32, compute_budget * out_features); inf turns the cap off; per-layer values; bad values."""
+    d_in, d_out = 512, 160
+    lin = nn.Linear(d_in, d_out)
+    x = torch.randn(256, d_in)  # isotropic: the byte budget alone would buy int8 at rank 252
+    ranks = {}
+    for budget in (None, 0.25, 0.5, 0.01, math.inf):
+        layer = CompressedLinear(copy.deepcopy(lin), ratio=8, compute_budget=budget)
+        layer(x).sum().backward()
+        assert layer.config is not None and layer.config.bytes_per_row(d_in) <= d_in * 4 / 8
+        ranks[budget] = (layer.config.rank, layer.config.coef)
+    assert ranks[None] == ranks[0.25] == (40, "bf16")
+    assert ranks[0.5] == (80, "bf16")
+    assert ranks[0.01] == (32, "bf16")  # the floor
+    assert ranks[math.inf] == (252, "int8")
+    model = stac_r(Net(), ratio=4, compute_budget={"head": math.inf, "blocks.0.*": 0.5})
+    layers = dict(model.named_modules())
+    assert layers["head"].compute_budget == math.inf and layers["blocks.0.fc1"].compute_budget == 0.5
+    assert layers["blocks.1.fc1"].compute_budget == 0.25
+    for bad, err in ((0.0, ValueError), (-1.0, ValueError), (math.nan, ValueError), ("1", TypeError)):
+        with pytest.raises(err, match="compute_budget"):
+            CompressedLinear(nn.Linear(8, 4), compute_budget=bad)  # type: ignore[arg-type]
 
 
 def test_unwrap_restores_plain_linears_with_the_same_values() -> None:

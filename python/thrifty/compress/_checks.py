@@ -86,6 +86,18 @@ def check_density(density: object, where: str) -> float | None:
     return value
 
 
+def check_compute_budget(budget: object, where: str) -> float | None:
+    """Compute cap rho > 0 (rank <= rho * out_features); ``math.inf`` turns the cap off."""
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
+        raise TypeError(f"compute_budget: expected a number > 0, got {type(budget).__name__}{where}")
+    value = float(budget)
+    if math.isnan(value) or value <= 0.0:
+        raise ValueError(f"compute_budget: must be > 0 (math.inf = no cap), got {budget!r}{where}")
+    return value
+
+
 def check_bits(bits: object, where: str) -> int | None:
     if bits is None:
         return None

@@ -47,7 +47,9 @@ _PLAN_ROWS = 512  # rows of the first batch used to plan a layer (evenly strided
 # Residual options the planner tries (k entries per block of 128 features, bits).
 _PLAN_RESIDUALS = ((0, 8), (2, 8), (4, 4), (8, 4))
 _PLAN_BLOCK = 128
-_OVERRIDE_KEYS = frozenset({"rank", "coef", "residual_density", "bits", "block", "refresh_every", "stochastic"})
+_OVERRIDE_KEYS = frozenset(
+    {"rank", "coef", "residual_density", "bits", "block", "refresh_every", "stochastic", "max_rank"}
+)
 _OVERRIDE_ALIASES = {"coef_dtype": "coef", "residual_bits": "bits"}  # the names stac_r uses
 
 
@@ -212,6 +214,12 @@ def _resolve_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ValueError(f"coef_dtype: must be one of {COEF_FORMATS}, got {out['coef']!r}")
     if "bits" in out and out["bits"] not in (4, 8):
         raise ValueError(f"residual_bits: must be 4 or 8, got {out['bits']!r}")
+    if "max_rank" in out:
+        mr = out["max_rank"]
+        if isinstance(mr, bool) or not isinstance(mr, int):
+            raise TypeError(f"max_rank: expected an int, got {type(mr).__name__}")
+        if mr < 1:
+            raise ValueError(f"max_rank: must be >= 1, got {mr}")
     return out
 
 
@@ -248,6 +256,11 @@ def plan_layer(
     choices: ``rank``, ``coef``/``coef_dtype`` ("int8"|"bf16"|"fp32"), ``residual_density`` (fraction of
     each block kept, 0 = none), ``bits``/``residual_bits`` (4|8), ``block``, ``refresh_every``,
     ``stochastic``. A pinned rank with a pinned residual may exceed the budget (the expert's choice wins).
+    ``max_rank`` caps the planned rank (the compute cap: the refresh and the projection cost ~3·n·d·r, so
+    ``CompressedLinear`` caps r at ``compute_budget · out_features`` to keep them below the layer's own
+    GEMMs). A capped layer plans no residual (unless pinned): the residual's top-k pass over X costs about
+    the layer's own forward GEMM on the CPU; the bytes the cap frees buy bf16 coefficients instead of int8
+    (the layer then stores fewer bytes than the budget allows).
 
     Parameters
     ----------
@@ -312,6 +325,7 @@ def _plan(
         if not 1 <= pinned_rank < d:
             raise ValueError(f"rank: must be in [1, d) with d={d} (use exact=True to keep everything), got {pinned_rank}")
 
+    max_rank = ov.get("max_rank")
     candidates: list[LayerConfig] = []
     for coef in coefs:
         for k, bits in dict.fromkeys(residuals):
@@ -324,6 +338,12 @@ def _plan(
                     continue  # pinned rank: add a planned residual only if it still fits the budget
             else:
                 r = min(_rank_for(budget, d, coef, res_bytes), d - 1)
+                if max_rank is not None and r > max_rank:
+                    if k > 0 and "residual_density" not in ov:
+                        continue  # capped by compute: no residual either (its top-k pass costs ~ a GEMM)
+                    r = int(max_rank)
+                    if coef == "int8" and "coef" not in ov and 2 * r <= budget:
+                        continue  # the freed bytes buy bf16 coefficients at the capped rank
                 if r < 1:
                     continue
             candidates.append(LayerConfig(rank=r, coef=coef, block=block, k=k, bits=bits,

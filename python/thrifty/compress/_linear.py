@@ -39,6 +39,13 @@ __all__ = ["CompressedLinear", "LayerState"]
 # user-facing names of the expert options -> the codec's override keys
 _CODEC_KEYS = {"rank": "rank", "residual_density": "residual_density", "residual_bits": "bits",
                "coef_dtype": "coef", "refresh_every": "refresh_every"}  # fmt: skip
+# Default compute cap: planned rank <= DEFAULT_COMPUTE_BUDGET * out_features. The per-step basis refresh and
+# projection cost ~3·n·in·r FLOPs against the layer's own 3·n·in·out (forward + both backward GEMMs), so
+# 0.25 keeps the codec's GEMMs at about a quarter of the layer's (plus a QR of (in, r)).
+DEFAULT_COMPUTE_BUDGET = 0.25
+# The cap never goes below this many columns: a narrow-output layer (a classifier head) is cheap in absolute
+# terms, and a basis of a few columns would lose most of its gradient for no measurable time.
+MIN_CAPPED_RANK = 32
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -196,6 +203,12 @@ class CompressedLinear(nn.Module):
         Expert overrides of the plan: basis rank (1 <= rank < in_features), kept share of residual entries
         per block in (0, 1], residual bits (4 or 8), coefficient format ("fp32", "bf16", "int8"), steps
         between basis refreshes (>= 1).
+    compute_budget : float > 0, default=DEFAULT_COMPUTE_BUDGET (0.25)
+        Compute cap of the plan: the planned rank is at most ``max(32, compute_budget * out_features)``,
+        so the per-step basis refresh and projection (~3·n·in_features·r FLOPs) stay a fixed share of the
+        layer's own GEMMs (3·n·in_features·out_features); the bytes the cap frees buy bf16 coefficients or
+        a denser residual. ``math.inf`` turns the cap off (the byte budget alone sets the rank). Ignored
+        when ``rank`` is pinned.
     exact : bool, default=False
         Keep the whole activation through the same path (``U = I``, fp32 coefficients, no residual): the
         gradients equal the uncompressed layer's.
@@ -260,6 +273,7 @@ class CompressedLinear(nn.Module):
         residual_bits: int | None = None,
         coef_dtype: str | None = None,
         refresh_every: int | None = None,
+        compute_budget: float | None = None,
         exact: bool = False,
         stochastic: bool = False,
         seed: int = 0,
@@ -278,6 +292,8 @@ class CompressedLinear(nn.Module):
             "refresh_every": _checks.check_refresh_every(refresh_every, where),
         }
         overrides = {key: value for key, value in overrides.items() if value is not None}
+        budget = _checks.check_compute_budget(compute_budget, where)
+        self.compute_budget = DEFAULT_COMPUTE_BUDGET if budget is None else budget
         ratio_value = _checks.check_ratio(ratio)
         self.exact = _checks.check_bool("exact", exact)
         self.stochastic = _checks.check_bool("stochastic", stochastic)
@@ -296,6 +312,8 @@ class CompressedLinear(nn.Module):
         codec_overrides: dict[str, Any] = {_CODEC_KEYS[key]: value for key, value in overrides.items()}
         if self.stochastic and not self.exact:
             codec_overrides["stochastic"] = True
+        if not self.exact and "rank" not in overrides and math.isfinite(self.compute_budget):
+            codec_overrides["max_rank"] = max(MIN_CAPPED_RANK, int(self.compute_budget * linear.out_features))
         self.codec = LayerCodec(
             d, None, None if self.exact else ratio_value, seed=self.seed, layer_index=layer_index,
             overrides=codec_overrides, exact=self.exact,

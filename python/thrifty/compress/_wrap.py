@@ -18,7 +18,7 @@ M = TypeVar("M", bound=nn.Module)
 LayerSelector = str | Iterable[str] | Callable[[str, nn.Module], bool] | None
 PerLayer = Any  # a value for every selected layer, or a Mapping from layer names/patterns to values
 
-_EXPERT = ("rank", "residual_density", "residual_bits", "coef_dtype", "refresh_every")
+_EXPERT = ("rank", "residual_density", "residual_bits", "coef_dtype", "refresh_every", "compute_budget")
 
 
 def stac_r(
@@ -32,6 +32,7 @@ def stac_r(
     residual_bits: PerLayer = None,
     coef_dtype: PerLayer = None,
     refresh_every: PerLayer = None,
+    compute_budget: PerLayer = None,
     exact: bool = False,
     stochastic: bool = False,
     inplace: bool = False,
@@ -59,10 +60,12 @@ def stac_r(
         ``nn.MultiheadAttention``, whose forward is never called); names or ``fnmatch`` glob patterns
         (``"blocks.*.mlp.*"``) of modules; or a predicate. Every name/pattern must match something and
         every selected module must be an ``nn.Linear``.
-    rank, residual_density, residual_bits, coef_dtype, refresh_every : value or dict, optional
+    rank, residual_density, residual_bits, coef_dtype, refresh_every, compute_budget : value or dict, optional
         Expert overrides (see :class:`CompressedLinear`), for all layers or per layer as a dict from module
         names or glob patterns to values (the first matching key wins; layers without a match are planned
-        from the budget). ``rank`` must be smaller than the layer's ``in_features``.
+        from the budget). ``rank`` must be smaller than the layer's ``in_features``. ``compute_budget``
+        (default 0.25, ``math.inf`` = off) caps each planned rank at ``max(32, compute_budget * out_features)`` so
+        the basis refresh costs a bounded share of the layer's own GEMMs.
     exact : bool, default=False
         Keep the whole activation through the same code path (identity basis, fp32 coefficients, no
         residual): gradients equal the uncompressed model's. For testing the machinery, not for saving memory.
@@ -114,7 +117,8 @@ def stac_r(
     seed_value = _checks.check_seed(seed)
     names = _select(model, layers)
     expert = {"rank": rank, "residual_density": residual_density, "residual_bits": residual_bits,
-              "coef_dtype": coef_dtype, "refresh_every": refresh_every}  # fmt: skip
+              "coef_dtype": coef_dtype, "refresh_every": refresh_every,
+              "compute_budget": compute_budget}  # fmt: skip
     per_layer = {key: _resolve(key, value, names) for key, value in expert.items()}
     modules = dict(model.named_modules())
     # build every wrapper on the original layers first: all checks run before anything is modified
