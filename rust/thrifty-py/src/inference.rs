@@ -85,16 +85,16 @@ struct Jackknife<'py> {
 // ---- arguments -------------------------------------------------------------------------------
 
 /// X (n×p), y (n) and the optional weights as slices; `Data::new` validates them inside the core call.
-struct Xy<'a> {
+pub(crate) struct Xy<'a> {
     x: &'a [f64],
-    n: usize,
+    pub(crate) n: usize,
     p: usize,
     y: &'a [f64],
     w: Option<&'a [f64]>,
 }
 
 impl<'a> Xy<'a> {
-    fn new(
+    pub(crate) fn new(
         x: &'a PyReadonlyArray2<'_, f64>,
         y: &'a PyReadonlyArray1<'_, f64>,
         w: &'a Option<PyReadonlyArray1<'_, f64>>,
@@ -103,14 +103,14 @@ impl<'a> Xy<'a> {
         Ok(Xy { x, n, p, y: slice1(y, "y")?, w: opt_slice1(w, "sample_weight")? })
     }
 
-    fn data(&self) -> thrifty_core::Result<Data<'a>> {
+    pub(crate) fn data(&self) -> thrifty_core::Result<Data<'a>> {
         Data::new(self.x, self.n, self.p, self.y, self.w)
     }
 }
 
 /// The learner, its number of components and the rotation, as the core's [`Spec`].
 #[allow(clippy::too_many_arguments)]
-fn make_spec(
+pub(crate) fn make_spec(
     learner: &str,
     n_components: usize,
     basis: Option<PyReadonlyArray2<'_, f64>>,
@@ -150,7 +150,7 @@ fn make_spec(
     Ok(Spec { learner, k: n_components, rotate })
 }
 
-fn train_lists(train: Vec<PyReadonlyArray1<'_, i64>>) -> PyResult<Vec<Vec<i64>>> {
+pub(crate) fn train_lists(train: Vec<PyReadonlyArray1<'_, i64>>) -> PyResult<Vec<Vec<i64>>> {
     train.iter().map(|t| Ok(slice1(t, "splits")?.to_vec())).collect()
 }
 

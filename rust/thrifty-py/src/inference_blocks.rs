@@ -4,17 +4,14 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArra
 use pyo3::prelude::*;
 
 use crate::errors::{enter, to_py, CoreResultExt};
-use thrifty_core::inference::{blocks, fit::Data, nb, Learner, Rotation, Route, Spec};
+use crate::inference::{make_spec, train_lists, Xy};
+use thrifty_core::inference::{blocks, nb, Route};
 use thrifty_core::ThriftyError;
 
 fn slice2<'a>(a: &'a PyReadonlyArray2<'_, f64>, name: &'static str) -> PyResult<(&'a [f64], usize, usize)> {
     let shape = a.shape();
     let s = a.as_slice().map_err(|_| to_py(ThriftyError::shape(name, "must be a C-contiguous float64 array")))?;
     Ok((s, shape[0], shape[1]))
-}
-
-fn slice1<'a>(a: &'a PyReadonlyArray1<'_, f64>, name: &'static str) -> PyResult<&'a [f64]> {
-    a.as_slice().map_err(|_| to_py(ThriftyError::shape(name, "must be a contiguous float64 array")))
 }
 
 /// Null r of the given splits (rows) for permutations `start .. start + count` (columns), as the
@@ -39,35 +36,12 @@ fn inference_split_null_rs<'py>(
     spca_n_features: usize,
     n_jobs: Option<usize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let learner = match learner {
-        "pls" => Learner::Pls,
-        "spca" => Learner::Spca { n_features: spca_n_features },
-        "ridge" => Learner::Ridge { alpha: ridge_alpha },
-        "basis" => {
-            let b = basis.ok_or_else(|| to_py(ThriftyError::invalid("learner", "basis array missing")))?;
-            Learner::Basis { basis: slice2(&b, "learner")?.0.to_vec() }
-        }
-        other => return Err(to_py(ThriftyError::invalid("learner", format!("unknown learner {other:?}")))),
-    };
-    let rotate = match rotate {
-        "none" => Rotation::None,
-        "varimax" => Rotation::Varimax,
-        other => {
-            return Err(to_py(ThriftyError::invalid("rotate", format!("must be None or 'varimax', got {other:?}"))))
-        }
-    };
-    let spec = Spec { learner, k: n_components, rotate };
-    let (xs, n, p) = slice2(&x, "X")?;
-    let ys = slice1(&y, "y")?;
-    let ws = sample_weight.as_ref().map(|w| slice1(w, "sample_weight")).transpose()?;
-    let trains: Vec<Vec<i64>> = train
-        .iter()
-        .map(|t| t.as_slice().map(|s| s.to_vec()))
-        .collect::<Result<_, _>>()
-        .map_err(|_| to_py(ThriftyError::shape("splits", "train indices must be contiguous int64 arrays")))?;
+    let spec = make_spec(learner, n_components, basis, None, rotate, ridge_alpha, spca_n_features)?;
+    let xy = Xy::new(&x, &y, &sample_weight)?;
+    let trains = train_lists(train)?;
     let rs = enter(py, n_jobs, |cancel| {
-        let data = Data::new(xs, n, p, ys, ws)?;
-        let splits = nb::splits_from_train(n, n_components, &trains)?;
+        let data = xy.data()?;
+        let splits = nb::splits_from_train(xy.n, n_components, &trains)?;
         blocks::split_null_rs_cancellable(&data, &spec, &splits, seed, start, count, Route::Auto, cancel)
     })?;
     let rows = rs.len();
