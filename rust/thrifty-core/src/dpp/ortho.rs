@@ -137,7 +137,7 @@ unsafe fn probe_rows_fma<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &
 /// y_c = U_i·z_c and the updates w_c += y_c U_i (f64 accumulation). Row blocks run in parallel;
 /// the block partials are summed in a fixed order (thread-count independent). O(Npk) time.
 pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: usize) -> (Vec<f64>, Vec<f64>) {
-    const ROWS: usize = 4096;
+    const ROWS: usize = SCAN_ROWS;
     let k = k.min(4);
     #[cfg(target_arch = "x86_64")]
     let avx2 = std::arch::is_x86_feature_detected!("avx2");
@@ -147,6 +147,7 @@ pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: u
     let partials: Vec<Vec<f64>> = lev
         .par_chunks_mut(ROWS)
         .zip(u[..n * p].par_chunks(ROWS * p))
+        .with_max_len(1)
         .map(|(lb, ub)| {
             let mut w = vec![0.0; p * k];
             #[cfg(target_arch = "x86_64")]
@@ -181,7 +182,8 @@ pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: u
 /// entry of UᵀU − I exceeds ε in absolute value), the top eigenvector v of UᵀU − I gives
 /// ‖(UᵀU − I)z‖ ≥ ε|vᵀz|, and |vᵀz| ≤ a has probability at most a·√(2p/π) (for a ≤ 1/2; the
 /// density of vᵀz is bounded by Γ(p/2)/(√π Γ((p−1)/2)) < √(p/(2π)), Gautschi's inequality), so
-/// such a U passes with probability at most (√(2p/π)·tol/ε)^probes.
+/// such a U passes with probability at most (√(2p/π)·tol/ε)^probes. For E = ε vvᵀ the pass
+/// probability is exactly P(|vᵀz| ≤ tol/ε)^probes; the tests check the empirical rate against it.
 pub fn orthonormality_probe<T: Dense>(u: &[T], n: usize, p: usize, probes: usize, seed: u64) -> (Vec<f64>, f64) {
     let k = probes.clamp(1, 4);
     let mut r = rng::stream(seed, 0);
@@ -234,12 +236,18 @@ fn sumsq<T: Real>(r: &[T]) -> f64 {
     acc.iter().sum::<f64>() + tail
 }
 
+/// Rows per task of the O(Np) scans ([`leverage`], [`leverage_and_probe`]). Every block is its own
+/// rayon task (`with_max_len(1)`), so idle threads steal the blocks left: when another library's
+/// threads (e.g. OpenBLAS workers spinning after a GEMM) hold a core, the scan's other thread keeps
+/// going instead of waiting at the end for a static half-share (about 0.1 ms of work per block).
+const SCAN_ROWS: usize = 2048;
+
 /// Leverage scores ‖U_i‖² (the diagonal of K = UUᵀ), in f64.
 pub fn leverage<T: Real>(u: &[T], n: usize, p: usize) -> Vec<f64> {
     let mut out = vec![0.0; n];
-    out.par_chunks_mut(4096).enumerate().for_each(|(b, o)| {
+    out.par_chunks_mut(SCAN_ROWS).with_max_len(1).enumerate().for_each(|(b, o)| {
         for (k, ok) in o.iter_mut().enumerate() {
-            let i = b * 4096 + k;
+            let i = b * SCAN_ROWS + k;
             *ok = sumsq(&u[i * p..(i + 1) * p]);
         }
     });
@@ -319,6 +327,54 @@ mod tests {
         }
         let uf: Vec<f32> = u.iter().map(|&v| v as f32).collect();
         assert!(orthonormality_probe(&uf, n, p, 2, 1).1 < 1e-5);
+    }
+
+    /// P(|vᵀz| ≤ a) for z uniform on the sphere of R^p and a fixed unit v: the integral of the
+    /// density ∝ (1 − t²)^((p−3)/2) over [−a, a] (Simpson's rule, normalised on [−1, 1]).
+    fn sphere_marginal_cdf(p: usize, a: f64) -> f64 {
+        let integral = |hi: f64| {
+            let m = 20_000;
+            let h = hi / m as f64;
+            let f = |t: f64| (1.0 - t * t).max(0.0).powf((p as f64 - 3.0) / 2.0);
+            let inner: f64 = (1..m).map(|i| f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 }).sum();
+            (f(0.0) + inner + f(hi)) * h / 3.0
+        };
+        integral(a) / integral(1.0)
+    }
+
+    #[test]
+    fn false_accept_rate_matches_the_stated_probability() {
+        // UᵀU − I = ε vvᵀ exactly (U = Q(I + (√(1+ε) − 1) vvᵀ) with Q orthonormal), so a probe z
+        // passes iff ε|vᵀz| ≤ tol: the pass rate over seeds is P(|vᵀz| ≤ tol/ε)^probes. Check it
+        // against that exact value and against the bound (√(2p/π)·tol/ε)^probes stated on
+        // `orthonormality_probe`.
+        let (n, p) = (60, 8);
+        let (q, _) = orthonormalize(&test_matrix(n, p, 11), n, p, 1e-8, true, never()).unwrap();
+        let mut v: Vec<f64> = (0..p).map(|i| (i as f64 + 1.0).sin()).collect();
+        let nv = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        v.iter_mut().for_each(|x| *x /= nv);
+        let eps: f64 = 0.05;
+        let c = (1.0 + eps).sqrt() - 1.0;
+        let mut u = vec![0.0; n * p];
+        for i in 0..n {
+            let qv: f64 = (0..p).map(|j| q[i * p + j] * v[j]).sum();
+            for j in 0..p {
+                u[i * p + j] = q[i * p + j] + c * qv * v[j];
+            }
+        }
+        let tol = 0.3 * eps; // a = tol/ε = 0.3: P(|vᵀz| ≤ a) ≈ 0.56 for p = 8
+        let a = tol / eps;
+        let single = sphere_marginal_cdf(p, a);
+        let trials = 4000u64;
+        for probes in [1usize, 2] {
+            let passed = (0..trials).filter(|&s| orthonormality_probe(&u, n, p, probes, 1000 + s).1 <= tol).count();
+            let rate = passed as f64 / trials as f64;
+            let want = single.powi(probes as i32);
+            let sd = (want * (1.0 - want) / trials as f64).sqrt();
+            assert!((rate - want).abs() < 4.5 * sd, "probes {probes}: pass rate {rate}, exact {want}");
+            let bound = ((2.0 * p as f64 / std::f64::consts::PI).sqrt() * a).powi(probes as i32);
+            assert!(want <= bound && rate <= bound + 4.5 * sd, "probes {probes}: {rate} vs bound {bound}");
+        }
     }
 
     fn test_matrix(n: usize, p: usize, seed: u64) -> Vec<f64> {

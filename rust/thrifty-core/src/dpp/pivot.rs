@@ -111,6 +111,29 @@ fn accept_reject<S: PivotState>(
     tol: f64,
     cancel: &AtomicBool,
 ) -> Result<PivotPath> {
+    let draw = |b: usize, idx: &mut Vec<usize>, us: &mut Vec<f64>| {
+        for _ in 0..b {
+            idx.push(table.draw(rng));
+            us.push(rng::uniform(rng));
+        }
+        true
+    };
+    accept_reject_with(state, k, tol, cancel, draw)?
+        .ok_or_else(|| ThriftyError::numerical("accept/reject sampler", "the proposal stream ended"))
+}
+
+/// The accept/reject loop over a stream of proposals: `propose(b, idx, us)` appends the next `b`
+/// (item, acceptance uniform) pairs to the empty `idx` and `us`, or returns `false` when the stream
+/// has run out (then `Ok(None)`). The single-machine sampler draws them from the guide table; the
+/// distributed one ([`super::remote`]) replays pairs drawn up front over fetched rows: one loop, so
+/// both consume the pairs in the same batches and give the same sample bit for bit.
+pub fn accept_reject_with<S: PivotState>(
+    state: &mut S,
+    k: usize,
+    tol: f64,
+    cancel: &AtomicBool,
+    mut propose: impl FnMut(usize, &mut Vec<usize>, &mut Vec<f64>) -> bool,
+) -> Result<Option<PivotPath>> {
     let mut path = PivotPath::default();
     let rank = k as f64;
     let max_prop = 1000 * (k + 1) + 10_000;
@@ -138,9 +161,11 @@ fn accept_reject<S: PivotState>(
             }
             idx.clear();
             us.clear();
-            for _ in 0..b {
-                idx.push(table.draw(rng));
-                us.push(rng::uniform(rng));
+            if !propose(b, &mut idx, &mut us) {
+                return Ok(None);
+            }
+            if idx.len() != b || us.len() != b {
+                return Err(ThriftyError::shape("proposals", format!("expected a batch of {b} pairs")));
             }
             state.residuals(&idx, &mut res[..b]);
             tries += b;
@@ -152,7 +177,7 @@ fn accept_reject<S: PivotState>(
             }
         }
     }
-    Ok(path)
+    Ok(Some(path))
 }
 
 /// The chain rule: j with probability d_j / Σd, Σd the actual sum after clamping (so the

@@ -6,10 +6,10 @@
 //! stream (seed, s) and nothing else; the batch schedule only decides how many of them are used. So
 //! pair k is a fixed function of (seed, s, k), and running the loop on the fetched rows with the same
 //! arithmetic (the same [`FactorState`], the same batch sizes) gives the same sample bit for bit.
-//! **This loop must stay in lockstep with `pivot::accept_reject`**; the test below compares the two.
-use super::check_cancel;
+//! Both samplers run the one loop [`pivot::accept_reject_with`], fed here from the fetched pairs;
+//! the test below compares the two end to end.
 use super::ortho::Dense;
-use super::pivot::{FactorState, PivotState};
+use super::pivot::{self, FactorState};
 use super::projection::TOL;
 use crate::error::{Result, ThriftyError};
 use crate::rng;
@@ -45,46 +45,17 @@ pub fn sample_from_rows<T: Dense>(
         return Err(ThriftyError::shape("rows", "fetched rows, leverages and proposals do not match"));
     }
     let mut state = FactorState::new(rows, nc, p, lev);
-    let k = p;
-    let rank = k as f64;
-    let max_prop = 1000 * (k + 1) + 10_000;
-    let mut res = vec![0.0; 256];
-    let mut chosen: Vec<usize> = Vec::with_capacity(k);
     let mut next = 0usize;
-    while chosen.len() < k {
-        check_cancel(cancel)?;
-        if 2 * chosen.len() >= k {
-            state.use_complement();
+    let replay = |b: usize, idx: &mut Vec<usize>, u: &mut Vec<f64>| {
+        if next + b > items.len() {
+            return false;
         }
-        let t = chosen.len() as f64;
-        let expect = rank / (rank - t).max(1.0);
-        let b = ((0.5 * expect).ceil() as usize).clamp(1, 256);
-        let mut tries = 0usize;
-        'step: loop {
-            if tries > max_prop {
-                return Err(ThriftyError::numerical(
-                    "accept/reject sampler",
-                    "no proposal accepted: the basis is not orthonormal or k exceeds the rank",
-                ));
-            }
-            if next + b > items.len() {
-                return Ok(None);
-            }
-            let idx = &items[next..next + b];
-            let u = &us[next..next + b];
-            next += b;
-            state.residuals(idx, &mut res[..b]);
-            tries += b;
-            for a in 0..b {
-                let j = idx[a];
-                if u[a] * state.diagonal_at(j) < res[a] && state.add(j, TOL).is_some() {
-                    chosen.push(j);
-                    break 'step;
-                }
-            }
-        }
-    }
-    Ok(Some(chosen))
+        idx.extend_from_slice(&items[next..next + b]);
+        u.extend_from_slice(&us[next..next + b]);
+        next += b;
+        true
+    };
+    Ok(pivot::accept_reject_with(&mut state, p, TOL, cancel, replay)?.map(|path| path.items))
 }
 
 #[cfg(test)]

@@ -299,9 +299,7 @@ pub fn predict_matrix<T: Real>(
     k: usize,
     cancel: &AtomicBool,
 ) -> Result<Vec<u32>> {
-    check_data(&x, n, d)?;
-    check_centers(centers, k, d)?;
-    let rows = Rows::new(x, d, centers);
+    let rows = Rows::checked(x, n, d, centers, k)?;
     let mut labels = try_filled(n, 0u32, "X")?;
     labels.par_chunks_mut(TILE).enumerate().for_each(|(t, lab)| {
         if cancel.load(Ordering::Relaxed) {
@@ -326,6 +324,14 @@ struct Rows<'a, T> {
 }
 
 impl<'a, T: Real> Rows<'a, T> {
+    /// The validation prelude of predict, transform and inertia: rows and centres checked (shape,
+    /// finiteness), then [`Rows::new`].
+    fn checked(x: Matrix<'a, T>, n: usize, d: usize, centers: &'a [T], k: usize) -> Result<Self> {
+        check_data(&x, n, d)?;
+        check_centers(centers, k, d)?;
+        Ok(Rows::new(x, d, centers))
+    }
+
     fn new(x: Matrix<'a, T>, d: usize, centers: &'a [T]) -> Self {
         let (c64, cn) = if x.is_sparse() {
             let c64: Vec<f64> = centers.iter().map(|v| v.as_f64()).collect();
@@ -384,9 +390,7 @@ pub fn transform_matrix<T: Real>(
     k: usize,
     cancel: &AtomicBool,
 ) -> Result<Vec<T>> {
-    check_data(&x, n, d)?;
-    check_centers(centers, k, d)?;
-    let rows = Rows::new(x, d, centers);
+    let rows = Rows::checked(x, n, d, centers, k)?;
     let len =
         n.checked_mul(k).ok_or_else(|| ThriftyError::invalid("n_clusters", format!("{n} x {k} distances overflow")))?;
     let mut out = try_filled(len, T::zero(), "n_clusters")?;
@@ -431,10 +435,8 @@ pub fn inertia_matrix<T: Real>(
     k: usize,
     cancel: &AtomicBool,
 ) -> Result<f64> {
-    check_data(&x, n, d)?;
-    check_centers(centers, k, d)?;
+    let rows = Rows::checked(x, n, d, centers, k)?;
     let w = check_weights(sample_weight, n)?;
-    let rows = Rows::new(x, d, centers);
     let parts: Vec<f64> = w
         .par_chunks(TILE)
         .enumerate()
