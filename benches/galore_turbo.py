@@ -12,7 +12,9 @@ Configurations of the same byte-level GPT (examples/tiny_gpt.py, pydoc_data), sa
 - ``turbo-all``: ``share_schedule="all"``: every layer's STAC-R basis is refreshed only on GaLore's refresh
   steps (left-projected layers then see an aged basis);
 - ``turbo``: the default, ``share_schedule="right"``: right-projected layers share the schedule (exact
-  projection up to quantisation, no residual), left-projected ones keep the per-batch refresh.
+  projection up to quantisation, no residual), left-projected ones keep the per-batch refresh;
+- ``turbo-left``: ``turbo`` with the left-projected layers' STAC-R basis refreshed every ``--left-every``
+  steps (``stac_r(refresh_every=...)`` on those layers): a middle ground between ``turbo`` and ``turbo-all``.
 
 Timing mode (default): per configuration, median step time (forward + backward + optimizer step + zero_grad)
 over steps interleaved round-robin in one process, and the median of backward + step alone; memory =
@@ -62,8 +64,8 @@ from thrifty.compress import (
 )
 from thrifty.compress._linear import CompressedLinear
 
-KINDS = ("unshared", "turbo-svd", "turbo-shared", "turbo-all", "turbo")
-SCHEDULE = {"turbo-svd": "none", "turbo-shared": "none", "turbo-all": "all", "turbo": "auto"}
+KINDS = ("unshared", "turbo-svd", "turbo-shared", "turbo-all", "turbo", "turbo-left")
+SCHEDULE = {"turbo-svd": "none", "turbo-shared": "none", "turbo-all": "all", "turbo": "auto", "turbo-left": "auto"}
 
 
 def tensor_bytes(t: torch.Tensor | None) -> int:
@@ -71,7 +73,11 @@ def tensor_bytes(t: torch.Tensor | None) -> int:
 
 
 def make(kind: str, base: nn.Module, args: argparse.Namespace) -> tuple[nn.Module, GaLoreAdamW]:
-    model = stac_r(copy.deepcopy(base), ratio=args.ratio, seed=0)
+    every = None
+    if kind == "turbo-left":  # the default Turbo with the left-projected layers' basis refreshed less often
+        left = [n for n, m in base.named_modules() if isinstance(m, nn.Linear) and m.out_features < m.in_features]
+        every = {n: args.left_every for n in left}
+    model = stac_r(copy.deepcopy(base), ratio=args.ratio, seed=0, refresh_every=every)
     common = {"rank": args.rank, "update_proj_gap": args.gap, "scale": 0.25}
     if kind == "unshared":
         lin = [m.weight for m in model.modules() if isinstance(m, CompressedLinear)]
@@ -227,6 +233,7 @@ def fidelity(args: argparse.Namespace, kinds: tuple[str, ...]) -> None:
                 opt.zero_grad(set_to_none=True)
                 losses.append(float(loss.detach()))
             tail = statistics.mean(losses[-20:])
+            print(f"# data order {seed}, {kind}: done", file=sys.stderr, flush=True)
             final[kind].append((tail, evaluate(model, val, args.batch, args.block)))
     names = sorted({n for k in kinds for n in per_layer[k]})
     print("# cos(handed, exact) over every step and layer: mean / min; by projection side and by layer name")
@@ -265,6 +272,7 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=1, help="timing: whole runs (fresh models, other batches)")
+    ap.add_argument("--left-every", type=int, default=4, help="turbo-left: refresh_every of left-projected layers")
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated subset of {KINDS}")
     ap.add_argument("--fidelity", action="store_true", help="gradient fidelity and final losses instead of timing")
     ap.add_argument("--seeds", type=int, default=2, help="fidelity: data orders")

@@ -12,6 +12,7 @@ from torch import nn
 from thrifty.compress import (
     GaLoreAdamW,
     GaLoreProjector,
+    SavedBytesMeter,
     TurboLinear,
     _kernels,
     galore_turbo,
@@ -232,7 +233,9 @@ def test_right_projection_is_exact_with_an_aged_basis(coef: str, tol: float) -> 
     gen = torch.Generator().manual_seed(7)
     t_out = torch.randn(n, m, generator=gen)
     opt.zero_grad()
-    (wrapped(x_a) * t_out).sum().backward()
+    with SavedBytesMeter(exclude=wrapped) as meter_a:
+        y_a = wrapped(x_a)
+    (y_a * t_out).sum().backward()
     opt.step()
     u_aged, p = layer.codec.u, layer.projector.ortho
     assert u_aged is not None and p is not None and layer.drop_residual
@@ -242,7 +245,12 @@ def test_right_projection_is_exact_with_an_aged_basis(coef: str, tol: float) -> 
     assert captured < 0.25
     g_b = torch.randn(n, m, generator=gen)  # dLoss/dy for loss = sum(y * g_b)
     opt.zero_grad()
-    (wrapped(x_b) * g_b).sum().backward()
+    with SavedBytesMeter(exclude=wrapped) as meter:
+        y_b = wrapped(x_b)
+    (y_b * g_b).sum().backward()
+    # between refreshes X is encoded in Pᵀ (4 columns) instead of U (8 columns, the refresh step's)
+    coef_bytes = 4 if coef == "fp32" else 1
+    assert meter_a.peak_bytes - meter.peak_bytes == n * 4 * coef_bytes + d * 4 * 4
     assert layer.codec.u is u_aged and layer.projector.ortho is p  # no refresh at step 1
     assert layer.low.grad is not None
     got = layer.low.grad.double()

@@ -38,7 +38,9 @@ refreshed in the forward of GaLore's refresh steps only), every batch in between
 that P lies in, so ``X·Pᵀ = (X·U)·V_r``: the part of X outside span(U) - what ages as U gets older, and
 what the residual R carries - contributes nothing to the projected gradient. The projection is exact up to
 the coefficient quantisation however old U is, so such layers skip the per-batch subspace iteration and
-store no residual (whose ``R·Pᵀ`` would only add its own quantisation noise). A left-projected layer
+store no residual (whose ``R·Pᵀ`` would only add its own quantisation noise); between refreshes they
+even encode X in ``Pᵀ`` itself (r <= r_s coefficients: less compute, fewer bytes; the refresh steps, which
+need ``Gᵀ·deq(C)`` in U for the new P, keep r_s). A left-projected layer
 (m < d) needs ``(G·P)ᵀ·X̂``, the whole of X̂: an aged basis does lose fidelity there (measured in
 ``benches/galore_turbo.py --fidelity``), so it keeps STAC-R's per-batch refresh and residual. A layer
 whose STAC-R rank is below GaLore's (P cannot lie in span(U)) also keeps them.
@@ -500,6 +502,17 @@ class TurboLinear(nn.Module):
         self.share_basis = False
         self.drop_residual = False
         self._settled = False
+        self._pt: tuple[Tensor, Tensor] | None = None  # (P, Pᵀ contiguous) for _galore_basis
+
+    def _galore_basis(self, u: Tensor) -> Tensor:
+        """Between refreshes, a shared right-projected layer encodes X in ``Pᵀ = U·V_r`` itself (d, r):
+        ``X·Pᵀ`` is all its backward uses, and r <= r_s columns cost less to compute and store than X·U."""
+        p = self.projector.ortho
+        if p is None or self.projector.side != "right":
+            return u
+        if self._pt is None or self._pt[0] is not p:
+            self._pt = (p, p.t().contiguous().to(u.device))
+        return self._pt[1]
 
     def _settle(self) -> None:
         """Once the codec has a plan: decide share_basis / drop_residual and drop the residual if so."""
@@ -546,6 +559,8 @@ class TurboLinear(nn.Module):
                     codec.config = replace(cfg, refresh_every=every)
             u = codec.basis_for(xd, advance=not recompute)
             self._settle()
+            if self.drop_residual and not self.need_refresh:
+                u = self._galore_basis(u)
             factors = codec.encode(xd, u)
         y = _TurboFn.apply(x2d, self.weight, self.bias, self.low, u, *factors, self)
         return y.reshape(*lead, self.out_features)  # type: ignore[no-any-return]
