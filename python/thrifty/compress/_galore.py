@@ -40,10 +40,13 @@ what the residual R carries - contributes nothing to the projected gradient. The
 the coefficient quantisation however old U is, so such layers skip the per-batch subspace iteration and
 store no residual (whose ``R·Pᵀ`` would only add its own quantisation noise); between refreshes they
 even encode X in ``Pᵀ`` itself (r <= r_s coefficients: less compute, fewer bytes; the refresh steps, which
-need ``Gᵀ·deq(C)`` in U for the new P, keep r_s). A left-projected layer
-(m < d) needs ``(G·P)ᵀ·X̂``, the whole of X̂: an aged basis does lose fidelity there (measured in
-``benches/galore_turbo.py --fidelity``), so it keeps STAC-R's per-batch refresh and residual. A layer
-whose STAC-R rank is below GaLore's (P cannot lie in span(U)) also keeps them.
+need ``Gᵀ·deq(C)`` in U for the new P, keep r_s). A left-projected layer (m < d) needs ``(G·P)ᵀ·X̂``,
+the whole of X̂: an aged basis does lose fidelity there, so it keeps its codec's refresh (per batch by
+default) and residual. A layer whose STAC-R rank is below GaLore's (P cannot lie in span(U)) also keeps
+them. Measured (``benches/galore_turbo.py --fidelity``, GPT d=128, gap 50, 200 steps): cosine of the
+projected gradient to the exact one (same P, uncompressed X), mean/min over steps - right-projected layers
+0.99975/0.995 per-batch refresh vs 0.99999/0.9999 shared; left-projected 0.986/0.93 per batch vs
+0.888/0.53 with the basis aged as well (``share_schedule="all"``).
 """
 
 from __future__ import annotations
