@@ -34,8 +34,11 @@ loss over the last 20 steps, validation loss) for ``--seeds`` data orders.
 Usage::
 
     .venv/bin/python benches/galore_turbo.py                      # d=256, 4 layers, 24 steps, gap 8
-    .venv/bin/python benches/galore_turbo.py --gap 50 --steps 12 --repeats 3 --threads 1
-    .venv/bin/python benches/galore_turbo.py --fidelity --width 128 --layers 2 --steps 200 --gap 50 --seeds 3
+    .venv/bin/python benches/galore_turbo.py --gap 50 --steps 13 --repeats 3 --threads 1
+    .venv/bin/python benches/galore_turbo.py --width 1024 --gap 50 --steps 7 --repeats 3 --threads 1 \
+        --kinds unshared,turbo-all,turbo                          # the size where turbo meets <= 0.67
+    .venv/bin/python benches/galore_turbo.py --fidelity --width 128 --layers 2 --block 64 --steps 200 --gap 50 \
+        --seeds 3 --threads 1
     .venv/bin/python benches/galore_turbo.py --smoke              # tiny, 3 steps: the script runs
 """
 
