@@ -1,25 +1,44 @@
-"""GaLore "Turbo" vs STAC-R + GaLore without shared work: memory and step time (issue 9, acceptance 5).
+"""GaLore "Turbo" vs STAC-R + GaLore without shared work: memory, step time, fidelity (issue 9, acceptance 5).
 
-Three configurations of the same byte-level GPT (examples/tiny_gpt.py, pydoc_data), same seed and batches:
+Configurations of the same byte-level GPT (examples/tiny_gpt.py, pydoc_data), same seed and batches:
 
 - ``unshared``: ``stac_r(model, ratio)`` + :class:`GaLoreAdamW` on the compressed Linears' weights: the
   backward forms each (m, d) weight gradient from the STAC-R factors, the optimizer projects it (and takes an
   SVD of it every ``gap`` steps) - the two methods composed with no shared work;
 - ``turbo-svd``: :func:`galore_turbo` with ``refresh="svd"``: between refreshes the projected gradient comes
   straight from the factors; on refresh steps GaLore's own SVD of the full gradient (identical updates);
-- ``turbo-shared``: ``refresh="shared"``: the projector refresh is the SVD of the (m, r_s) matrix Gᵀ·deq(C)
-  in STAC-R's basis; the (m, d) weight gradient is never formed.
+- ``turbo-shared``: ``refresh="shared", share_schedule="none"``: the projector refresh is the SVD of the
+  (m, r_s) matrix Gᵀ·deq(C) in STAC-R's basis, STAC-R still refreshes its basis on every batch;
+- ``turbo-all``: ``share_schedule="all"``: every layer's STAC-R basis is refreshed only on GaLore's refresh
+  steps (left-projected layers then see an aged basis);
+- ``turbo``: the default, ``share_schedule="right"``: right-projected layers share the schedule (exact
+  projection up to quantisation, no residual), left-projected ones keep the per-batch refresh;
+- ``turbo-left``: ``turbo`` with the left-projected layers' STAC-R basis refreshed every ``--left-every``
+  steps (``stac_r(refresh_every=...)`` on those layers): a middle ground between ``turbo`` and ``turbo-all``;
+- ``galore-only`` (timing only, a reference): GaLoreAdamW on the same Linears without STAC-R - what the
+  model's own work plus GaLore cost, with dense saved inputs (so more memory).
 
-Per configuration: median step time (forward + backward + optimizer step + zero_grad) over steps interleaved
-round-robin in one process, and the median of backward + step alone; memory = parameters + gradients held
-after backward (``p.grad`` and the Turbo layers' ``low.grad``) + optimizer state + peak saved activations
-(SavedBytesMeter, storage de-duplicated) - its maximum over the run (refresh steps included). Ratios are
-against ``unshared``. CPU timings on a loaded machine are noisy: read the ratios, not the seconds.
+Timing mode (default): per configuration, median step time (forward + backward + optimizer step + zero_grad)
+over steps interleaved round-robin in one process, and the median of backward + step alone; memory =
+parameters + gradients held after backward (``p.grad`` and the Turbo layers' ``low.grad``) + optimizer
+state + peak saved activations (SavedBytesMeter, storage de-duplicated) - its maximum over the run (refresh
+steps included). Ratios are against ``unshared``; ``--repeats`` runs the whole comparison again from
+scratch. CPU timings on a loaded machine are noisy: read the ratios, not the seconds.
+
+Fidelity mode (``--fidelity``): the configurations train one after the other, per step and per compressed
+layer the cosine between the projected gradient the configuration hands to Adam and the exact one
+``Gᵀ·X·Pᵀ`` (right) / ``Pᵀ·Gᵀ·X`` (left) from the uncompressed input X and the same P (so the basis's
+aging is measured); mean and min per configuration and projection side; then the final losses (mean train
+loss over the last 20 steps, validation loss) for ``--seeds`` data orders.
 
 Usage::
 
     .venv/bin/python benches/galore_turbo.py                      # d=256, 4 layers, 24 steps, gap 8
-    .venv/bin/python benches/galore_turbo.py --width 512 --steps 16 --gap 200 --threads 2
+    .venv/bin/python benches/galore_turbo.py --gap 50 --steps 13 --repeats 3 --threads 1
+    .venv/bin/python benches/galore_turbo.py --width 1024 --gap 50 --steps 7 --repeats 3 --threads 1 \
+        --kinds unshared,turbo-all,turbo                          # the size where turbo meets <= 0.67
+    .venv/bin/python benches/galore_turbo.py --fidelity --width 128 --layers 2 --block 64 --steps 200 --gap 50 \
+        --seeds 3 --threads 1
     .venv/bin/python benches/galore_turbo.py --smoke              # tiny, 3 steps: the script runs
 """
 
@@ -38,10 +57,11 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-from tiny_gpt import GPT, GPTConfig, get_batch, load_corpus
+from tiny_gpt import GPT, GPTConfig, evaluate, get_batch, load_corpus
 
 from thrifty.compress import (
     GaLoreAdamW,
+    GaLoreProjector,
     SavedBytesMeter,
     TurboLinear,
     galore_turbo,
@@ -49,22 +69,34 @@ from thrifty.compress import (
 )
 from thrifty.compress._linear import CompressedLinear
 
+KINDS = ("unshared", "turbo-svd", "turbo-shared", "turbo-all", "turbo", "turbo-left", "galore-only")
+SCHEDULE = {"turbo-svd": "none", "turbo-shared": "none", "turbo-all": "all", "turbo": "auto", "turbo-left": "auto"}
+
 
 def tensor_bytes(t: torch.Tensor | None) -> int:
     return 0 if t is None else t.numel() * t.element_size()
 
 
 def make(kind: str, base: nn.Module, args: argparse.Namespace) -> tuple[nn.Module, GaLoreAdamW]:
-    model = stac_r(copy.deepcopy(base), ratio=args.ratio, seed=0)
     common = {"rank": args.rank, "update_proj_gap": args.gap, "scale": 0.25}
+    if kind == "galore-only":  # reference: GaLore on the same Linears, no STAC-R (dense saved inputs)
+        model = copy.deepcopy(base)
+        lin = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]
+        ids = {id(p) for p in lin}
+        rest = [p for p in model.parameters() if id(p) not in ids]
+        return model, GaLoreAdamW([{"params": rest}, {"params": lin, **common}], lr=args.lr)
+    every = None
+    if kind == "turbo-left":  # the default Turbo with the left-projected layers' basis refreshed less often
+        left = [n for n, m in base.named_modules() if isinstance(m, nn.Linear) and m.out_features < m.in_features]
+        every = {n: args.left_every for n in left}
+    model = stac_r(copy.deepcopy(base), ratio=args.ratio, seed=0, refresh_every=every)
     if kind == "unshared":
         lin = [m.weight for m in model.modules() if isinstance(m, CompressedLinear)]
         ids = {id(p) for p in lin}
         rest = [p for p in model.parameters() if id(p) not in ids]
         return model, GaLoreAdamW([{"params": rest}, {"params": lin, **common}], lr=args.lr)
     refresh = "svd" if kind == "turbo-svd" else "shared"
-    share = kind == "turbo-shared+sched"
-    return model, galore_turbo(model, refresh=refresh, share_schedule=share, lr=args.lr, **common)
+    return model, galore_turbo(model, refresh=refresh, share_schedule=SCHEDULE[kind], lr=args.lr, **common)
 
 
 def grads_bytes(model: nn.Module) -> int:
@@ -73,39 +105,28 @@ def grads_bytes(model: nn.Module) -> int:
     return total
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--width", type=int, default=256)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--block", type=int, default=128)
-    ap.add_argument("--ratio", type=float, default=8.0)
-    ap.add_argument("--rank", type=int, default=32, help="GaLore rank")
-    ap.add_argument("--gap", type=int, default=8, help="GaLore update_proj_gap")
-    ap.add_argument("--steps", type=int, default=24)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--smoke", action="store_true")
-    args = ap.parse_args()
-    if args.smoke:
-        args.width, args.layers, args.batch, args.block, args.steps, args.gap = 64, 1, 2, 32, 3, 2
-    torch.set_num_threads(args.threads)
+def header(args: argparse.Namespace, what: str) -> None:
+    print(f"# {what}: GPT width {args.width}, {args.layers} layers, batch {args.batch}x{args.block} tokens, "
+          f"STAC-R ratio {args.ratio:g}, GaLore rank {args.rank}, gap {args.gap}, {args.steps} steps, "
+          f"{args.threads} threads, torch {torch.__version__}")  # fmt: skip
+
+
+def timing(args: argparse.Namespace, kinds: tuple[str, ...], rep: int) -> dict[str, tuple[float, float, float, float]]:
+    """One interleaved run of every configuration; returns {kind: (median step ratio, bwd+opt ratio, memory
+    ratio, mean step ratio)} (the mean counts the rare refresh steps the median leaves out)."""
     torch.manual_seed(0)
     cfg = GPTConfig(n_layer=args.layers, n_embd=args.width, n_head=4, block_size=args.block)
     base = GPT(cfg)
     train, _val = load_corpus()
-    gen = torch.Generator().manual_seed(1)
+    gen = torch.Generator().manual_seed(1 + rep)
     batches = [get_batch(train, args.batch, args.block, gen) for _ in range(args.steps)]
-    kinds = ("unshared", "turbo-svd", "turbo-shared", "turbo-shared+sched")
     runs = {k: make(k, base, args) for k in kinds}
     step_t: dict[str, list[float]] = {k: [] for k in kinds}
     bwd_t: dict[str, list[float]] = {k: [] for k in kinds}
     mem: dict[str, int] = dict.fromkeys(kinds, 0)
     parts: dict[str, tuple[int, int, int, int]] = {}
     losses: dict[str, list[float]] = {k: [] for k in kinds}
-    print(f"# GPT width {args.width}, {args.layers} layers, batch {args.batch}x{args.block} tokens, "
-          f"STAC-R ratio {args.ratio:g}, GaLore rank {args.rank}, gap {args.gap}, {args.steps} steps, "
-          f"{args.threads} threads, torch {torch.__version__}")  # fmt: skip
+    header(args, f"timing, repeat {rep + 1}/{args.repeats}")
     for step, (x, y) in enumerate(batches):
         order = kinds if step % 2 == 0 else kinds[::-1]  # interleave: load drifts hit every config alike
         for kind in order:
@@ -132,19 +153,163 @@ def main() -> None:
                 parts[kind] = (params, held, state, meter.peak_bytes)
     ref_t = statistics.median(step_t["unshared"])
     ref_b = statistics.median(bwd_t["unshared"])
-    print(f"{'config':<19}{'step s':>9}{'ratio':>8}{'bwd+opt s':>11}{'ratio':>8}{'memory MB':>11}{'ratio':>8}"
+    print(f"{'config':<14}{'step s':>9}{'ratio':>8}{'bwd+opt s':>11}{'ratio':>8}{'memory MB':>11}{'ratio':>8}"
           f"{'params':>9}{'grads':>9}{'opt':>9}{'saved':>9}{'loss':>8}")  # fmt: skip
+    out: dict[str, tuple[float, float, float, float]] = {}
+    ref_mean = statistics.mean(step_t["unshared"])
     for kind in kinds:
         st, bt = statistics.median(step_t[kind]), statistics.median(bwd_t[kind])
         p, g, s, a = parts[kind]
-        print(f"{kind:<19}{st:>9.3f}{st / ref_t:>8.3f}{bt:>11.3f}{bt / ref_b:>8.3f}{mem[kind] / 1e6:>11.2f}"
+        out[kind] = (st / ref_t, bt / ref_b, mem[kind] / mem["unshared"], statistics.mean(step_t[kind]) / ref_mean)
+        print(f"{kind:<14}{st:>9.3f}{st / ref_t:>8.3f}{bt:>11.3f}{bt / ref_b:>8.3f}{mem[kind] / 1e6:>11.2f}"
               f"{mem[kind] / mem['unshared']:>8.4f}{p / 1e6:>9.2f}{g / 1e6:>9.2f}{s / 1e6:>9.2f}{a / 1e6:>9.2f}"
               f"{losses[kind][-1]:>8.3f}")  # fmt: skip
-    print("# memory = params + gradients held after backward + optimizer state + peak saved activations (MB, max "
-          "over steps); ratios vs unshared; targets: memory within 1% (ratio <= 1.01), step <= 0.67")
-    d = max(abs(a - b) for a, b in zip(losses["unshared"], losses["turbo-svd"]))
-    print(f"# max |loss(unshared) - loss(turbo-svd)| over the run: {d:.2e} (the same updates up to float rounding, "
-          "which the discontinuous top-k residual selection and the basis refreshes amplify over steps)")
+    if "turbo-svd" in kinds:
+        d = max(abs(a - b) for a, b in zip(losses["unshared"], losses["turbo-svd"]))
+        print(
+            f"# max |loss(unshared) - loss(turbo-svd)| over the run: {d:.2e} (the same updates up to float "
+            "rounding, which the discontinuous top-k residual selection and the basis refreshes amplify)"
+        )
+    return out
+
+
+class Probe:
+    """Captures every compressed layer's input X and output gradient G of one step (forward/tensor hooks)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.x: dict[str, torch.Tensor] = {}
+        self.g: dict[str, torch.Tensor] = {}
+        self.layers = {n: m for n, m in model.named_modules() if isinstance(m, (CompressedLinear, TurboLinear))}
+        for name, mod in self.layers.items():
+            mod.register_forward_hook(self._hook(name))
+
+    def _hook(self, name: str):  # type: ignore[no-untyped-def]
+        def fwd(mod: nn.Module, inputs: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+            if not out.requires_grad:
+                return
+            self.x[name] = inputs[0].detach().reshape(-1, inputs[0].shape[-1])
+
+            def bwd(g: torch.Tensor) -> None:
+                self.g[name] = g.detach().reshape(-1, g.shape[-1])
+
+            out.register_hook(bwd)
+
+        return fwd
+
+
+def cosines(probe: Probe, opt: GaLoreAdamW) -> dict[str, tuple[str, float]]:
+    """Per layer (side, cos(handed projected gradient, exact projected gradient with the same P)); call after
+    ``opt.step()`` and before ``zero_grad`` (P is then the one this step used)."""
+    out: dict[str, tuple[str, float]] = {}
+    for name, mod in probe.layers.items():
+        p = mod.weight
+        proj: GaLoreProjector = mod.projector if isinstance(mod, TurboLinear) else opt.state[p]["projector"]
+        assert proj.ortho is not None and proj.side is not None
+        pt = proj.ortho.double()
+        if isinstance(mod, TurboLinear) and mod.low.grad is not None:
+            handed = mod.low.grad.double()
+        else:
+            assert p.grad is not None
+            gw = p.grad.double()
+            handed = gw @ pt.t() if proj.side == "right" else pt.t() @ gw
+        full = probe.g[name].double().t() @ probe.x[name].double()
+        exact = full @ pt.t() if proj.side == "right" else pt.t() @ full
+        cos = float((handed * exact).sum() / (handed.norm() * exact.norm()).clamp_min(1e-300))
+        out[name] = (proj.side, cos)
+    return out
+
+
+def fidelity(args: argparse.Namespace, kinds: tuple[str, ...]) -> None:
+    torch.manual_seed(0)
+    cfg = GPTConfig(n_layer=args.layers, n_embd=args.width, n_head=4, block_size=args.block)
+    base = GPT(cfg)
+    train, val = load_corpus()
+    header(args, f"fidelity, {args.seeds} data orders")
+    cos_all: dict[str, dict[str, list[float]]] = {k: {"right": [], "left": []} for k in kinds}
+    per_layer: dict[str, dict[str, list[float]]] = {k: {} for k in kinds}
+    final: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
+    for seed in range(args.seeds):
+        gen = torch.Generator().manual_seed(100 + seed)
+        batches = [get_batch(train, args.batch, args.block, gen) for _ in range(args.steps)]
+        for kind in kinds:
+            model, opt = make(kind, base, args)
+            probe = Probe(model)
+            losses = []
+            for x, y in batches:
+                _logits, loss = model(x, y)
+                assert loss is not None
+                loss.backward()
+                opt.step()
+                for name, (side, c) in cosines(probe, opt).items():
+                    cos_all[kind][side].append(c)
+                    per_layer[kind].setdefault(name.rsplit(".", 1)[-1], []).append(c)
+                opt.zero_grad(set_to_none=True)
+                losses.append(float(loss.detach()))
+            tail = statistics.mean(losses[-20:])
+            print(f"# data order {seed}, {kind}: done", file=sys.stderr, flush=True)
+            final[kind].append((tail, evaluate(model, val, args.batch, args.block)))
+    names = sorted({n for k in kinds for n in per_layer[k]})
+    print("# cos(handed, exact) over every step and layer: mean / min; by projection side and by layer name")
+    print(f"{'config':<14}{'right mean':>11}{'min':>8}{'left mean':>11}{'min':>8}" + "".join(f"{n:>16}" for n in names))
+    for kind in kinds:
+        row = f"{kind:<14}"
+        for side in ("right", "left"):
+            v = cos_all[kind][side]
+            row += f"{statistics.mean(v):>11.5f}{min(v):>8.4f}" if v else f"{'-':>11}{'-':>8}"
+        for n in names:
+            v = per_layer[kind].get(n, [])
+            row += f"{statistics.mean(v):>9.5f}/{min(v):.3f}" if v else f"{'-':>16}"
+        print(row)
+    print("# final losses per data order: train = mean of the last 20 steps, val = evaluate() on 8 fixed windows")
+    ref = final["unshared"]
+    print(f"{'config':<14}" + "".join(f"{'train/val s' + str(i):>20}" for i in range(args.seeds))
+          + f"{'mean val - unshared':>22}")  # fmt: skip
+    for kind in kinds:
+        row = f"{kind:<14}" + "".join(f"{t:>11.4f}/{v:<8.4f}" for t, v in final[kind])
+        dv = statistics.mean(v - rv for (_t, v), (_rt, rv) in zip(final[kind], ref))
+        print(row + f"{dv:>+22.4f}")
+    spread = [max(v for _t, v in final[k]) - min(v for _t, v in final[k]) for k in kinds]
+    print("# noise: val-loss spread over data orders per config: " + ", ".join(f"{s:.4f}" for s in spread))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--width", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--block", type=int, default=128)
+    ap.add_argument("--ratio", type=float, default=8.0)
+    ap.add_argument("--rank", type=int, default=32, help="GaLore rank")
+    ap.add_argument("--gap", type=int, default=8, help="GaLore update_proj_gap")
+    ap.add_argument("--steps", type=int, default=24)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=1, help="timing: whole runs (fresh models, other batches)")
+    ap.add_argument("--left-every", type=int, default=4, help="turbo-left: refresh_every of left-projected layers")
+    ap.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated subset of {KINDS}")
+    ap.add_argument("--fidelity", action="store_true", help="gradient fidelity and final losses instead of timing")
+    ap.add_argument("--seeds", type=int, default=2, help="fidelity: data orders")
+    ap.add_argument("--smoke", action="store_true")
+    args = ap.parse_args()
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    if "unshared" not in kinds or any(k not in KINDS for k in kinds):
+        ap.error(f"--kinds: a subset of {KINDS} that includes unshared")
+    if args.smoke:
+        args.width, args.layers, args.batch, args.block, args.steps, args.gap = 64, 1, 2, 32, 3, 2
+        args.rank, args.seeds = 8, 1
+    torch.set_num_threads(args.threads)
+    if args.fidelity:
+        fidelity(args, tuple(k for k in kinds if k != "galore-only"))
+        return
+    ratios = [timing(args, kinds, rep) for rep in range(args.repeats)]
+    print(
+        "# every repeat's ratios vs unshared: median step / median bwd+opt / memory (mean step); "
+        "targets: step <= 0.67, memory <= 1.01"
+    )
+    for kind in kinds:
+        reps = "  ".join(f"{s:.3f}/{b:.3f}/{m:.4f} ({a:.3f})" for s, b, m, a in (r[kind] for r in ratios))
+        med = statistics.median(r[kind][0] for r in ratios)
+        print(f"{kind:<14}{reps}   median over repeats: step {med:.3f}")
 
 
 if __name__ == "__main__":

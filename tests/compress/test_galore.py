@@ -12,6 +12,7 @@ from torch import nn
 from thrifty.compress import (
     GaLoreAdamW,
     GaLoreProjector,
+    SavedBytesMeter,
     TurboLinear,
     _kernels,
     galore_turbo,
@@ -175,19 +176,91 @@ def test_turbo_shared_refresh_never_forms_the_weight_gradient_and_trains() -> No
 def test_shared_schedule_refreshes_stac_basis_with_galore() -> None:
     wrapped = stac_r(_mlp(), ratio=4, seed=0)
     opt = galore_turbo(wrapped, rank=4, update_proj_gap=3, refresh="shared", share_schedule=True, lr=1e-3)
-    layer = next(m for m in wrapped.modules() if isinstance(m, TurboLinear))
-    bases = []
+    layers = [m for m in wrapped.modules() if isinstance(m, TurboLinear)]
+    bases: list[list[torch.Tensor]] = []
     for x in _batches(4):
         opt.zero_grad()
         wrapped(x).square().mean().backward()
         opt.step()
-        bases.append(layer.codec.u)
-    assert layer.codec.config is not None and layer.codec.config.refresh_every == 3
-    assert bases[1] is bases[0] and bases[2] is bases[0]  # planned at step 0, kept for steps 1, 2
-    assert bases[3] is not bases[0]  # refreshed at step 3, with GaLore's projector
-    assert layer.projector.refreshes == 2
+        bases.append([t.codec.u for t in layers])
+    for i, layer in enumerate(layers):  # "all" (True): every layer, left-projected ones included
+        assert layer.share_basis
+        assert bases[1][i] is bases[0][i] and bases[2][i] is bases[0][i]  # planned at step 0, kept for 1, 2
+        assert bases[3][i] is not bases[0][i]  # refreshed at step 3, with GaLore's projector
+        assert layer.projector.refreshes == 2
     with pytest.raises(TypeError, match="share_schedule"):
         galore_turbo(stac_r(_mlp()), share_schedule=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="share_schedule"):
+        galore_turbo(stac_r(_mlp()), share_schedule="left")
+
+
+def test_default_schedule_shares_right_projected_layers_only() -> None:
+    # a residual in the plan, so that dropping it is visible
+    wrapped = stac_r(_mlp(), ratio=4, seed=0, residual_density=0.1, residual_bits=8)
+    opt = galore_turbo(wrapped, rank=4, update_proj_gap=3)
+    layers = [m for m in wrapped.modules() if isinstance(m, TurboLinear)]
+    assert [t.side for t in layers] == ["right", "left", "left"]  # (96, 32), (32, 96), (8, 32) weights
+    bases: list[list[torch.Tensor]] = []
+    for x in _batches(4):
+        opt.zero_grad()
+        wrapped(x).square().mean().backward()
+        opt.step()
+        bases.append([t.codec.u for t in layers])
+    right, lefts = layers[0], layers[1:]
+    assert right.share_basis and right.drop_residual
+    assert right.codec.config is not None and right.codec.config.k == 0  # no residual stored
+    assert bases[1][0] is bases[0][0] and bases[2][0] is bases[0][0] and bases[3][0] is not bases[0][0]
+    for i, left in enumerate(lefts, start=1):  # per-batch STAC-R refresh and residual kept
+        assert not left.share_basis and not left.drop_residual
+        assert left.codec.config is not None and left.codec.config.k > 0
+        assert len({id(b[i]) for b in bases}) == 4
+    # refresh="svd" keeps the unshared schedule by default (its updates equal STAC-R + GaLoreAdamW's)
+    plain = stac_r(_mlp(), ratio=4, seed=0)
+    galore_turbo(plain, rank=4, refresh="svd")
+    assert all(t.schedule == "none" for t in plain.modules() if isinstance(t, TurboLinear))
+
+
+@pytest.mark.parametrize(("coef", "tol"), [("fp32", 2e-5), ("int8", 1e-2)])
+def test_right_projection_is_exact_with_an_aged_basis(coef: str, tol: float) -> None:
+    """Right projection + shared schedule: Gᵀ·X·Pᵀ up to coefficient quantisation, however stale the basis."""
+    d, m, n = 128, 256, 192
+    torch.manual_seed(3)
+    wrapped = stac_r(nn.Sequential(nn.Linear(d, m)), rank=8, coef_dtype=coef, residual_density=0.05, seed=0)
+    opt = galore_turbo(wrapped, rank=4, update_proj_gap=100, scale=1.0, lr=1e-3)
+    layer = wrapped[0]
+    assert isinstance(layer, TurboLinear)
+    x_a = _structured(n, d, 6, seed=1)  # the basis and P are refreshed on this distribution (step 0)
+    gen = torch.Generator().manual_seed(7)
+    t_out = torch.randn(n, m, generator=gen)
+    opt.zero_grad()
+    with SavedBytesMeter(exclude=wrapped) as meter_a:
+        y_a = wrapped(x_a)
+    (y_a * t_out).sum().backward()
+    opt.step()
+    u_aged, p = layer.codec.u, layer.projector.ortho
+    assert u_aged is not None and p is not None and layer.drop_residual
+    # a batch from another distribution: the aged basis captures little of it
+    x_b = _structured(n, d, 6, seed=2) * 3.0
+    captured = float((x_b @ u_aged).square().sum() / x_b.square().sum())
+    assert captured < 0.25
+    g_b = torch.randn(n, m, generator=gen)  # dLoss/dy for loss = sum(y * g_b)
+    opt.zero_grad()
+    with SavedBytesMeter(exclude=wrapped) as meter:
+        y_b = wrapped(x_b)
+    (y_b * g_b).sum().backward()
+    # between refreshes X is encoded in Pᵀ (4 columns) instead of U (8 columns, the refresh step's)
+    coef_bytes = 4 if coef == "fp32" else 1
+    assert meter_a.peak_bytes - meter.peak_bytes == n * 4 * coef_bytes + d * 4 * 4
+    assert layer.codec.u is u_aged and layer.projector.ortho is p  # no refresh at step 1
+    assert layer.low.grad is not None
+    got = layer.low.grad.double()
+    exact = (g_b.double().t() @ x_b.double()) @ p.double().t()  # from the uncompressed input, same P
+    rel = float(torch.linalg.norm(got - exact) / torch.linalg.norm(exact))
+    assert rel < tol
+    # the full weight gradient of the same factors is far off: the exactness comes from P lying in span(U)
+    xhat = (x_b @ u_aged) @ u_aged.t()
+    full_rel = float(torch.linalg.norm(g_b.t() @ (xhat - x_b)) / torch.linalg.norm(g_b.t() @ x_b))
+    assert full_rel > 0.5
 
 
 def test_bad_arguments() -> None:

@@ -30,6 +30,23 @@ takes its SVD; between refreshes only the projection is formed (the two paths th
 Parameters, same codec) and returns the :class:`GaLoreAdamW` optimizer that reads their projected gradients
 from ``TurboLinear.low`` (a small leaf tensor whose ``.grad`` autograd accumulates). Eager mode only (the
 Turbo backward is a ``torch.autograd.Function``).
+
+Shared refresh schedule (``share_schedule``, default ``"auto"`` = ``"right"`` with ``refresh="shared"``):
+a right-projected layer (m >= d) only ever hands Adam ``grad_W·Pᵀ = Gᵀ·(X·Pᵀ)``, and the shared refresh
+puts ``Pᵀ = U·V_r`` inside span(U). If STAC-R's basis U is then kept until GaLore's next refresh (it is
+refreshed in the forward of GaLore's refresh steps only), every batch in between is encoded in the very U
+that P lies in, so ``X·Pᵀ = (X·U)·V_r``: the part of X outside span(U) - what ages as U gets older, and
+what the residual R carries - contributes nothing to the projected gradient. The projection is exact up to
+the coefficient quantisation however old U is, so such layers skip the per-batch subspace iteration and
+store no residual (whose ``R·Pᵀ`` would only add its own quantisation noise); between refreshes they
+even encode X in ``Pᵀ`` itself (r <= r_s coefficients: less compute, fewer bytes; the refresh steps, which
+need ``Gᵀ·deq(C)`` in U for the new P, keep r_s). A left-projected layer (m < d) needs ``(G·P)ᵀ·X̂``,
+the whole of X̂: an aged basis does lose fidelity there, so it keeps its codec's refresh (per batch by
+default) and residual. A layer whose STAC-R rank is below GaLore's (P cannot lie in span(U)) also keeps
+them. Measured (``benches/galore_turbo.py --fidelity``, GPT d=128, gap 50, 200 steps): cosine of the
+projected gradient to the exact one (same P, uncompressed X), mean/min over steps - right-projected layers
+0.99975/0.995 per-batch refresh vs 0.99999/0.9999 shared; left-projected 0.986/0.93 per batch vs
+0.888/0.53 with the basis aged as well (``share_schedule="all"``).
 """
 
 from __future__ import annotations
@@ -43,12 +60,13 @@ import torch
 from torch import Tensor, nn
 
 from thrifty.compress import _kernels
-from thrifty.compress._linear import CompressedLinear
+from thrifty.compress._linear import CompressedLinear, _in_backward
 
 __all__ = ["GaLoreAdamW", "GaLoreProjector", "TurboLinear", "galore_turbo"]
 
 _PROJ_TYPES = ("std", "left", "right")
 _REFRESH = ("svd", "shared")
+_SCHEDULES = ("auto", "right", "all", "none")
 
 
 def _check_int(name: str, v: object, lo: int) -> int:
@@ -445,16 +463,27 @@ class TurboLinear(nn.Module):
         Leaf tensor of the projected gradient's shape ((m, r) right, (r, d) left) over a single element;
         ``low.grad`` is the projected gradient.
     refresh : {"svd", "shared"}
+    schedule : {"right", "all", "none"}
+        Which layers keep STAC-R's basis between GaLore's refreshes (see the module docstring).
+    share_basis : bool
+        Whether this layer does (set once the codec is planned: a right-projected layer under
+        ``schedule="right"`` only when STAC-R's rank holds GaLore's).
+    drop_residual : bool
+        Whether this layer stores no residual (right projection, ``refresh="shared"``, shared basis).
     need_refresh : bool
         Whether the next backward is a refresh step.
     """
 
-    def __init__(self, layer: CompressedLinear, projector: GaLoreProjector, refresh: str) -> None:
+    def __init__(
+        self, layer: CompressedLinear, projector: GaLoreProjector, refresh: str, schedule: str = "none"
+    ) -> None:
         super().__init__()
         if not isinstance(layer, CompressedLinear):
             raise TypeError(f"layer: expected a CompressedLinear, got {type(layer).__name__}")
         if refresh not in _REFRESH:
             raise ValueError(f"refresh: must be one of {_REFRESH}, got {refresh!r}")
+        if schedule not in _SCHEDULES[1:]:
+            raise ValueError(f"schedule: must be one of {_SCHEDULES[1:]}, got {schedule!r}")
         self.in_features = layer.in_features
         self.out_features = layer.out_features
         self.weight = layer.weight
@@ -471,6 +500,38 @@ class TurboLinear(nn.Module):
         one = torch.zeros(1, dtype=torch.float32, device=self.weight.device)
         self.low = one.as_strided(shape, (0, 0)).requires_grad_()
         self.need_refresh = True
+        self.side = side
+        self.schedule = schedule
+        self.share_basis = False
+        self.drop_residual = False
+        self._settled = False
+        self._pt: tuple[Tensor, Tensor] | None = None  # (P, Pᵀ contiguous) for _galore_basis
+
+    def _galore_basis(self, u: Tensor) -> Tensor:
+        """Between refreshes, a shared right-projected layer encodes X in ``Pᵀ = U·V_r`` itself (d, r):
+        ``X·Pᵀ`` is all its backward uses, and r <= r_s columns cost less to compute and store than X·U."""
+        p = self.projector.ortho
+        if p is None or self.projector.side != "right":
+            return u
+        if self._pt is None or self._pt[0] is not p:
+            self._pt = (p, p.t().contiguous().to(u.device))
+        return self._pt[1]
+
+    def _settle(self) -> None:
+        """Once the codec has a plan: decide share_basis / drop_residual and drop the residual if so."""
+        cfg = self.codec.config
+        if self._settled or cfg is None:
+            return
+        self._settled = True
+        if cfg.exact or self.schedule == "none":
+            return
+        r = self.low.shape[1] if self.side == "right" else self.low.shape[0]
+        fits = cfg.rank >= r  # P = (U·V_r)ᵀ needs r <= r_s, else the refresh falls back to the gradient's SVD
+        right = self.side == "right" and fits
+        self.share_basis = self.schedule == "all" or right
+        self.drop_residual = right and self.refresh == "shared"
+        if self.drop_residual and cfg.k > 0:
+            self.codec.config = replace(cfg, k=0)
 
     def next_step(self, step: int) -> None:
         """Called by the optimizer after its step ``step``: arms the refresh of the next backward."""
@@ -488,17 +549,29 @@ class TurboLinear(nn.Module):
         x2d = x.reshape(-1, self.in_features)
         if x2d.shape[0] == 0 or not (torch.is_grad_enabled() and self.weight.requires_grad):
             return torch.nn.functional.linear(x2d, self.weight, self.bias).reshape(*lead, self.out_features)
+        codec = self.codec
+        recompute = _in_backward()  # a checkpointed forward rerun in backward: same basis, no step
         with torch.no_grad():
             xd = x2d.detach()
-            u = self.codec.basis_for(xd)
-            factors = self.codec.encode(xd, u)
+            cfg = codec.config
+            if self.share_basis and cfg is not None and not recompute:
+                # STAC-R's basis follows GaLore's schedule: refreshed from this batch only when this step's
+                # backward refreshes P (so P lies in the span of the basis every later batch is encoded in)
+                every = 1 if self.need_refresh else 0
+                if cfg.refresh_every != every:
+                    codec.config = replace(cfg, refresh_every=every)
+            u = codec.basis_for(xd, advance=not recompute)
+            self._settle()
+            if self.drop_residual and not self.need_refresh:
+                u = self._galore_basis(u)
+            factors = codec.encode(xd, u)
         y = _TurboFn.apply(x2d, self.weight, self.bias, self.low, u, *factors, self)
         return y.reshape(*lead, self.out_features)  # type: ignore[no-any-return]
 
     def extra_repr(self) -> str:
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, rank={self.projector.rank}, "
-            f"refresh={self.refresh}"
+            f"refresh={self.refresh}, schedule={self.schedule}"
         )
 
 
@@ -510,7 +583,7 @@ def galore_turbo(
     scale: float = 0.25,
     proj_type: str = "std",
     refresh: str = "shared",
-    share_schedule: bool = False,
+    share_schedule: bool | str = "auto",
     lr: float = 1e-3,
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-6,
@@ -531,11 +604,15 @@ def galore_turbo(
         "shared": refresh ``P`` from the SVD of the (m, r_s) matrix ``Gᵀ·deq(C)`` in backward (never forms
         the full gradient); "svd": GaLore's SVD of the full gradient on refresh steps, which gives the same
         updates as STAC-R + GaLoreAdamW.
-    share_schedule : bool, default=False
-        Also share the refresh schedule: STAC-R's basis is refreshed every ``update_proj_gap`` steps, with
-        GaLore's projector, instead of at every step (the codec's ``refresh_every``). Saves the per-step
-        subspace iteration of every compressed layer's forward, at the price of an older basis between
-        refreshes (lower gradient fidelity: see the part-1 calibration table, basis age).
+    share_schedule : {"auto", "right", "all", "none"} or bool, default="auto"
+        Which layers share GaLore's refresh schedule: their STAC-R basis is refreshed (from the batch) only
+        in the forward of GaLore's refresh steps, instead of the codec's own ``refresh_every``. "right":
+        the right-projected layers (m >= d) whose STAC-R rank holds GaLore's; under ``refresh="shared"``
+        their projected gradient is exact up to coefficient quantisation however old the basis (P lies in
+        its span, see the module docstring), so they also store no residual. "all": every layer (left-
+        projected ones then see an aged basis: lower fidelity). "none" (``False``): no layer. ``True`` means
+        "all". "auto": "right" with ``refresh="shared"``, "none" with ``refresh="svd"`` (which then keeps
+        the unshared updates).
     lr, betas, eps, weight_decay
         AdamW settings.
 
@@ -567,22 +644,24 @@ def galore_turbo(
         raise ValueError(f"proj_type: must be one of {_PROJ_TYPES}, got {proj_type!r}")
     _check_int("rank", rank, 1)
     _check_int("update_proj_gap", update_proj_gap, 1)
-    if not isinstance(share_schedule, bool):
-        raise TypeError(f"share_schedule: expected a bool, got {type(share_schedule).__name__}")
+    if isinstance(share_schedule, bool):
+        schedule = "all" if share_schedule else "none"
+    elif isinstance(share_schedule, str):
+        if share_schedule not in _SCHEDULES:
+            raise ValueError(f"share_schedule: must be one of {_SCHEDULES} or a bool, got {share_schedule!r}")
+        schedule = share_schedule
+    else:
+        raise TypeError(f"share_schedule: expected a str or a bool, got {type(share_schedule).__name__}")
+    if schedule == "auto":
+        schedule = "right" if refresh == "shared" else "none"
     layers = [(n, m) for n, m in model.named_modules() if isinstance(m, CompressedLinear)]
     if not layers:
         raise ValueError("model: has no CompressedLinear layer (wrap it with thrifty.compress.stac_r first)")
     turbo: dict[int, TurboLinear] = {}
     for _name, layer in layers:
-        if share_schedule and not layer.exact:  # STAC-R's refresh every update_proj_gap steps, as GaLore's
-            codec = layer.codec
-            if codec.config is None:
-                codec.overrides["refresh_every"] = update_proj_gap  # read when the first batch plans the layer
-            else:
-                codec.config = replace(codec.config, refresh_every=update_proj_gap)
         if id(layer) not in turbo:
             proj = GaLoreProjector(rank, update_proj_gap=update_proj_gap, scale=scale, proj_type=proj_type)
-            turbo[id(layer)] = TurboLinear(layer, proj, refresh)
+            turbo[id(layer)] = TurboLinear(layer, proj, refresh, schedule)
     for parent in list(model.modules()):
         for child_name, child in list(parent._modules.items()):
             if child is not None and id(child) in turbo and isinstance(child, CompressedLinear):
