@@ -133,11 +133,8 @@ impl Clusters {
         with_sse: bool,
     ) -> (Self, f64) {
         let (d, n) = (data.d, data.n());
-        // Fixed blocks (the same on any thread count), few enough that their partial sums stay
-        // within ~256 MiB for large k·d.
         let old_norms = center_norms(old_means, d);
-        let n_blocks = n.div_ceil(4096).clamp(1, 64).min(((1usize << 28) / (8 * k * d).max(1)).max(1));
-        let block = n.div_ceil(n_blocks);
+        let (n_blocks, block) = Self::blocks(n, k, d);
         // per block: counts, weight sums, coordinate sums (k×d) and the SSE about `old_means`
         type BlockSums = (Vec<usize>, Vec<f64>, Vec<f64>, f64);
         let partial: Vec<BlockSums> = (0..n_blocks)
@@ -187,6 +184,41 @@ impl Clusters {
             }
         }
         (c, sse.max(0.0))
+    }
+
+    /// Fixed blocks of rows for the exact sums (the same on any thread count), few enough that their
+    /// partial sums stay within ~256 MiB for large k·d: (number of blocks, rows per block).
+    fn blocks(n: usize, k: usize, d: usize) -> (usize, usize) {
+        let n_blocks = n.div_ceil(4096).clamp(1, 64).min(((1usize << 28) / (8 * k * d).max(1)).max(1));
+        (n_blocks, n.div_ceil(n_blocks))
+    }
+
+    /// The SSE [`Clusters::from_labels`] returns when its sums would come out unchanged — `self`
+    /// was built by it from these labels, nothing moved since and the means are fresh — without
+    /// recomputing the sums: the same per-block sums in the same order, and the correction term is
+    /// zero (new means = old means).
+    // the row index addresses labels, weights and rows together
+    #[allow(clippy::needless_range_loop)]
+    fn sse_of_fresh<T: Real>(&self, data: &Data<'_, T>, labels: &[u32]) -> f64 {
+        let (d, n) = (data.d, data.n());
+        let (n_blocks, block) = Self::blocks(n, self.k, d);
+        let norms = center_norms(&self.means, d);
+        let partial: Vec<f64> = (0..n_blocks)
+            .into_par_iter()
+            .map(|b| {
+                let mut sse = 0.0;
+                for i in b * block..((b + 1) * block).min(n) {
+                    let j = labels[i] as usize;
+                    sse += data.w[i] * data.dist2(i, &self.means[j * d..(j + 1) * d], norms[j]);
+                }
+                sse
+            })
+            .collect();
+        let mut sse = 0.0;
+        for part in partial {
+            sse += part;
+        }
+        sse.max(0.0)
     }
 
     /// Mean of cluster j from its sums; a cluster whose members all weigh 0 keeps its centre.
@@ -750,8 +782,12 @@ pub fn run<T: Real>(
         return Err(ThriftyError::Interrupted);
     }
     let (mut cl, _) = Clusters::from_labels(data, &labels, k, &init64, false);
+    // Whether cl's sums are exact for the current labels (nothing moved since `from_labels`): then
+    // the final exact sums are these, and only the SSE needs a pass.
+    let mut sums_fresh = true;
     for i in relocate_empty(data, &mut cl, &mut labels, f, &init64) {
         (upper[i], lower[i]) = (f64::INFINITY, 0.0);
+        sums_fresh = false;
     }
     cl.refresh_means((!f.hartigan).then_some(data.origin)); // scikit-learn puts a Lloyd centre without weight at the data's mean
     let mut prev_means = init64;
@@ -815,6 +851,7 @@ pub fn run<T: Real>(
         if updates_since_resum as f64 >= RESUM_AFTER_UPDATES_PER_POINT * n as f64 {
             cl = Clusters::from_labels(data, &labels, k, &cl.means, false).0;
             updates_since_resum = 0;
+            sums_fresh = true;
         } else if f.hartigan {
             cl.refresh_means(None); // Hartigan's relocation ranks points against the new means
         }
@@ -841,6 +878,9 @@ pub fn run<T: Real>(
             }
         }
         updates_since_resum += st.sequential_moves;
+        if updates_since_resum > 0 {
+            sums_fresh = false;
+        }
         st.sse_after_sequential = cl.sse(total_wxx);
         let moved = st.batch_moves + st.sequential_moves;
         stats.push(st);
@@ -856,7 +896,12 @@ pub fn run<T: Real>(
 
     // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn.
     let e_step = algorithm == Algorithm::Lloyd && !converged_strict(&stats);
-    let (cl, mut inertia) = Clusters::from_labels(data, &labels, k, &cl.means, !e_step);
+    let (cl, mut inertia) = if sums_fresh {
+        let sse = if e_step { 0.0 } else { cl.sse_of_fresh(data, &labels) };
+        (cl, sse)
+    } else {
+        Clusters::from_labels(data, &labels, k, &cl.means, !e_step)
+    };
     if e_step {
         match dense_eligible(&data.x, k, d) {
             Some(x) => dense_labels(data, x, &cl.means, k, &mut labels),

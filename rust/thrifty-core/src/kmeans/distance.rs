@@ -119,29 +119,36 @@ pub fn tile_partial_dists<T: Real>(x: &[T], d: usize, centers: &[T], cc: &[T], k
 /// Smallest value of a row with its first index, and the second smallest value (∞ if k = 1; equal
 /// to the smallest when that occurs twice).
 ///
-/// One pass keeping the two smallest values per lane (branch-free), merged at the end, then a
-/// scan for the first index of the smallest: the same values as two minimum passes.
+/// One branch-free pass keeping the two smallest values per lane, merged at the end (the second
+/// smallest overall is the smallest of the other lanes' minima and the second value of the lane
+/// that holds the minimum), then a scan for the first index of the smallest: the same values as
+/// two minimum passes.
 #[inline]
 pub fn top2<T: Real>(row: &mut [T]) -> (usize, T, T) {
     let inf = T::infinity();
     let (mut m1, mut m2) = ([inf; LANES], [inf; LANES]);
+    let push = |m1: &mut T, m2: &mut T, v: T| {
+        let hi = if v < *m1 { *m1 } else { v };
+        *m2 = if hi < *m2 { hi } else { *m2 };
+        *m1 = if v < *m1 { v } else { *m1 };
+    };
     let chunks = row.chunks_exact(LANES);
     let rest = chunks.remainder();
     for c in chunks {
         for l in 0..LANES {
-            let v = c[l];
-            let hi = if v < m1[l] { m1[l] } else { v };
-            m2[l] = if hi < m2[l] { hi } else { m2[l] };
-            m1[l] = if v < m1[l] { v } else { m1[l] };
+            push(&mut m1[l], &mut m2[l], c[l]);
         }
     }
-    let (mut p1, mut p2) = (inf, inf);
-    for &v in rest.iter().chain(&m1).chain(&m2) {
-        if v < p1 {
-            (p1, p2) = (v, p1);
-        } else if v < p2 {
-            p2 = v;
-        }
+    for (l, &v) in rest.iter().enumerate() {
+        push(&mut m1[l], &mut m2[l], v);
+    }
+    let p1 = m1.iter().fold(inf, |m, &v| if v < m { v } else { m });
+    let (mut p2, mut taken) = (inf, false);
+    for l in 0..LANES {
+        let here = !taken && m1[l] == p1;
+        taken |= here;
+        let v = if here { m2[l] } else { m1[l] };
+        p2 = if v < p2 { v } else { p2 };
     }
     let j1 = row.iter().position(|&v| v == p1).unwrap_or(0);
     (j1, p1, p2)
