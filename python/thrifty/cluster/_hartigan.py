@@ -320,8 +320,11 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             return self
         X = self._validate_train(X)
         k, init, n_init = self._check_params(X)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        sw = np.ascontiguousarray(sw, dtype=np.float64)
+        # No weights: the core uses unit weights itself (no n-vector of ones to build and re-check).
+        sw: npt.NDArray[np.float64] | None = None
+        if sample_weight is not None:
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            sw = np.ascontiguousarray(sw, dtype=np.float64)
         seed = seed_from_random_state(self.random_state)
         threads = check_n_jobs(self.n_jobs)
 

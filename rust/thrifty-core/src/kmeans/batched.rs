@@ -133,11 +133,8 @@ impl Clusters {
         with_sse: bool,
     ) -> (Self, f64) {
         let (d, n) = (data.d, data.n());
-        // Fixed blocks (the same on any thread count), few enough that their partial sums stay
-        // within ~256 MiB for large k·d.
         let old_norms = center_norms(old_means, d);
-        let n_blocks = n.div_ceil(4096).clamp(1, 64).min(((1usize << 28) / (8 * k * d).max(1)).max(1));
-        let block = n.div_ceil(n_blocks);
+        let (n_blocks, block) = Self::blocks(n, k, d);
         // per block: counts, weight sums, coordinate sums (k×d) and the SSE about `old_means`
         type BlockSums = (Vec<usize>, Vec<f64>, Vec<f64>, f64);
         let partial: Vec<BlockSums> = (0..n_blocks)
@@ -187,6 +184,41 @@ impl Clusters {
             }
         }
         (c, sse.max(0.0))
+    }
+
+    /// Fixed blocks of rows for the exact sums (the same on any thread count), few enough that their
+    /// partial sums stay within ~256 MiB for large k·d: (number of blocks, rows per block).
+    fn blocks(n: usize, k: usize, d: usize) -> (usize, usize) {
+        let n_blocks = n.div_ceil(4096).clamp(1, 64).min(((1usize << 28) / (8 * k * d).max(1)).max(1));
+        (n_blocks, n.div_ceil(n_blocks))
+    }
+
+    /// The SSE [`Clusters::from_labels`] returns when its sums would come out unchanged — `self`
+    /// was built by it from these labels, nothing moved since and the means are fresh — without
+    /// recomputing the sums: the same per-block sums in the same order, and the correction term is
+    /// zero (new means = old means).
+    // the row index addresses labels, weights and rows together
+    #[allow(clippy::needless_range_loop)]
+    fn sse_of_fresh<T: Real>(&self, data: &Data<'_, T>, labels: &[u32]) -> f64 {
+        let (d, n) = (data.d, data.n());
+        let (n_blocks, block) = Self::blocks(n, self.k, d);
+        let norms = center_norms(&self.means, d);
+        let partial: Vec<f64> = (0..n_blocks)
+            .into_par_iter()
+            .map(|b| {
+                let mut sse = 0.0;
+                for i in b * block..((b + 1) * block).min(n) {
+                    let j = labels[i] as usize;
+                    sse += data.w[i] * data.dist2(i, &self.means[j * d..(j + 1) * d], norms[j]);
+                }
+                sse
+            })
+            .collect();
+        let mut sse = 0.0;
+        for part in partial {
+            sse += part;
+        }
+        sse.max(0.0)
     }
 
     /// Mean of cluster j from its sums; a cluster whose members all weigh 0 keeps its centre.
@@ -277,22 +309,49 @@ impl<T: Real> Geometry<T> {
             .fold(0.0, f64::max);
         let cc: Vec<T> = centers.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
         let cc_max = cc.iter().fold(0.0f64, |m, v| m.max(v.as_f64()));
-        let half_sep: Vec<f64> = (0..k)
-            .into_par_iter()
-            .map(|j| {
-                let cj = &means[j * d..(j + 1) * d];
-                let mut best = f64::INFINITY;
-                for o in 0..k {
-                    if o != j {
-                        let s: f64 = cj.iter().zip(&means[o * d..(o + 1) * d]).map(|(a, b)| (a - b) * (a - b)).sum();
-                        best = best.min(s);
-                    }
-                }
-                0.5 * best.sqrt()
-            })
-            .collect();
+        let half_sep = half_separations(means, k, d);
         Geometry { centers, ct, cc, cc_max, round, half_sep }
     }
+}
+
+/// Half the distance from each centre to its nearest other centre (∞ when k = 1).
+///
+/// O(k²·d) per iteration, so vectorised: the centres are transposed (`d × k`, padded to whole
+/// groups) and each centre is compared with `SEP_LANES` others at once. Every squared distance is
+/// still the sum Σ_l (c_j,l − c_o,l)² in coordinate order, and a minimum does not depend on the
+/// order it is taken in.
+fn half_separations(means: &[f64], k: usize, d: usize) -> Vec<f64> {
+    const SEP_LANES: usize = 16;
+    let groups = k.div_ceil(SEP_LANES);
+    let mut mt = vec![[0.0f64; SEP_LANES]; groups * d]; // [group][coordinate] → lanes
+    for (o, c) in means.chunks_exact(d).enumerate() {
+        for (l, &v) in c.iter().enumerate() {
+            mt[(o / SEP_LANES) * d + l][o % SEP_LANES] = v;
+        }
+    }
+    (0..k)
+        .into_par_iter()
+        .map(|j| {
+            let cj = &means[j * d..(j + 1) * d];
+            let mut best = [f64::INFINITY; SEP_LANES];
+            for (g, block) in mt.chunks_exact(d).enumerate() {
+                let mut acc = [0.0f64; SEP_LANES];
+                for (&a, b) in cj.iter().zip(block) {
+                    for p in 0..SEP_LANES {
+                        let t = a - b[p];
+                        acc[p] += t * t;
+                    }
+                }
+                for (p, (m, &v)) in best.iter_mut().zip(&acc).enumerate() {
+                    let o = g * SEP_LANES + p;
+                    if o != j && o < k && v < *m {
+                        *m = v;
+                    }
+                }
+            }
+            0.5 * best.iter().fold(f64::INFINITY, |m, &v| m.min(v)).sqrt()
+        })
+        .collect()
 }
 
 /// Centre drift summed over the iterations, per cluster, so that the bounds need no update pass.
@@ -526,19 +585,11 @@ fn assign_pass<T: Real>(
 /// cost less than reading and writing its two bounds.
 const DENSE_MAX_KD: usize = 32;
 
-/// Lloyd's assignment without bounds for tiny k·d: exact distances to every centre, eight centres
-/// at a time in fixed-width lanes (coordinates transposed, missing centres padded at infinity), a
-/// move wherever another centre is strictly nearer than the current one.
+/// Lloyd's assignment without bounds for tiny k·d: exact distances to every centre (see
+/// [`dense_scan`]), a move wherever another centre is strictly nearer than the current one (to the
+/// first nearest).
 fn dense_lloyd_pass<T: Real>(data: &Data<'_, T>, x: &[T], means: &[f64], k: usize, labels: &[u32]) -> Vec<ChunkOut> {
-    const W: usize = 8;
     let d = data.d;
-    let kc = k.div_ceil(W);
-    let mut ct = vec![[f64::INFINITY; W]; d * kc];
-    for j in 0..k {
-        for l in 0..d {
-            ct[l * kc + j / W][j % W] = means[j * d + l];
-        }
-    }
     labels
         .par_chunks(TILE)
         .enumerate()
@@ -547,37 +598,141 @@ fn dense_lloyd_pass<T: Real>(data: &Data<'_, T>, x: &[T], means: &[f64], k: usiz
             if data.cancel.load(Ordering::Relaxed) {
                 return out;
             }
-            for (r, &a) in lab.iter().enumerate() {
-                let i = t * TILE + r;
-                let x = &x[i * d..(i + 1) * d];
-                let a = a as usize;
-                let (mut best, mut best_c, mut own) = (f64::INFINITY, 0usize, f64::INFINITY);
-                let mut best_acc = [0.0f64; W];
-                for c in 0..kc {
-                    let mut acc = [0.0f64; W];
-                    for (l, xl) in x.iter().enumerate() {
-                        let (xl, cl) = (xl.as_f64(), &ct[l * kc + c]);
-                        for lane in 0..W {
-                            let diff = xl - cl[lane];
-                            acc[lane] += diff * diff;
-                        }
-                    }
-                    let m = acc.iter().fold(f64::INFINITY, |m, &v| if v < m { v } else { m });
-                    if c == a / W {
-                        own = acc[a % W];
-                    }
-                    if m < best {
-                        (best, best_c, best_acc) = (m, c, acc);
-                    }
+            let base = t * TILE;
+            dense_scan(x, means, k, d, base, lab.len(), |r, row, b, best| {
+                let a = lab[r] as usize;
+                if b != a && best < exact_sq_dist(row, &means[a * d..(a + 1) * d]) {
+                    out.moves.push(((base + r) as u32, b as u32));
                 }
-                if best < own {
-                    let lane = best_acc.iter().position(|&v| v == best).unwrap_or(0);
-                    out.moves.push((i as u32, (best_c * W + lane) as u32));
-                }
-            }
+            });
             out
         })
         .collect()
+}
+
+/// Nearest centre of every row (first on ties) by exact distances, for tiny k·d (see
+/// [`dense_scan`]): the first assignment and the final E-step of runs that use the dense pass —
+/// the labels `predict` gives for the same centres.
+fn dense_labels<T: Real>(data: &Data<'_, T>, x: &[T], means: &[f64], k: usize, labels: &mut [u32]) {
+    let d = data.d;
+    labels.par_chunks_mut(TILE).enumerate().for_each(|(t, lab)| {
+        if data.cancel.load(Ordering::Relaxed) {
+            return;
+        }
+        dense_scan(x, means, k, d, t * TILE, lab.len(), |r, _, b, _| lab[r] = b as u32);
+    });
+}
+
+/// Whether a run assigns with [`dense_lloyd_pass`] while Lloyd's rule applies (then the first
+/// assignment needs no bounds: they are reset before Hartigan's rule would read them).
+fn dense_eligible<'a, T>(x: &Matrix<'a, T>, k: usize, d: usize) -> Option<&'a [T]> {
+    match *x {
+        Matrix::Dense(x) if k * d <= DENSE_MAX_KD => Some(x),
+        _ => None,
+    }
+}
+
+/// Σ_l (x_l − c_l)² in coordinate order, from 0 — the sum [`nearest_lanes`] forms per lane.
+#[inline(always)]
+fn exact_sq_dist<T: Real>(row: &[T], c: &[f64]) -> f64 {
+    let mut s = 0.0f64;
+    for (&v, &cl) in row.iter().zip(c) {
+        let diff = v.as_f64() - cl;
+        s += diff * diff;
+    }
+    s
+}
+
+/// Rows per group of [`dense_scan`] (two AVX registers of f64 lanes).
+const P: usize = 8;
+
+/// Exact nearest centre (first on ties) of the rows `base..base + len` for tiny k·d (≤
+/// `DENSE_MAX_KD`): calls `found(r, row, nearest, its squared distance)` for each row `base + r`.
+///
+/// Vectorised across rows, not centres: a group of `P` rows is transposed into `d × P` f64 lanes,
+/// and for each centre in turn the `P` distances and the running minimum / argmin are updated
+/// lane-wise (no branch, no horizontal reduction). Each distance is the sum of
+/// [`exact_sq_dist`], so the decisions are those of a per-row scan.
+#[inline(always)]
+fn dense_scan<T: Real>(
+    x: &[T],
+    means: &[f64],
+    k: usize,
+    d: usize,
+    base: usize,
+    len: usize,
+    found: impl FnMut(usize, &[T], usize, f64),
+) {
+    debug_assert!(k * d <= DENSE_MAX_KD);
+    match d {
+        1 => dense_scan_d::<T, 1>(x, means, k, 1, base, len, found),
+        2 => dense_scan_d::<T, 2>(x, means, k, 2, base, len, found),
+        3 => dense_scan_d::<T, 3>(x, means, k, 3, base, len, found),
+        4 => dense_scan_d::<T, 4>(x, means, k, 4, base, len, found),
+        _ => dense_scan_d::<T, 0>(x, means, k, d, base, len, found),
+    }
+}
+
+/// [`dense_scan`] for `D` dimensions when known at compile time (1–4: the transposition and the
+/// coordinate loop unroll into registers), else `D = 0` and `d` is used.
+#[inline(always)]
+fn dense_scan_d<T: Real, const D: usize>(
+    x: &[T],
+    means: &[f64],
+    k: usize,
+    d: usize,
+    base: usize,
+    len: usize,
+    mut found: impl FnMut(usize, &[T], usize, f64),
+) {
+    let d = if D > 0 { D } else { d };
+    let means = &means[..k * d];
+    for g in (0..len).step_by(P) {
+        let m = P.min(len - g);
+        let rows = &x[(base + g) * d..(base + g + m) * d];
+        let (best, best_j) = if m == P && D > 0 {
+            let rows = &rows[..P * D];
+            let xt: [[f64; P]; D] = std::array::from_fn(|l| std::array::from_fn(|p| rows[p * D + l].as_f64()));
+            nearest_lanes(&xt, means, d)
+        } else {
+            // a partial group (padded with zeros, ignored) or a dimension not known at compile time
+            let mut xt = [[0.0f64; P]; DENSE_MAX_KD]; // d ≤ k·d ≤ DENSE_MAX_KD
+            for (p, row) in rows.chunks_exact(d).enumerate() {
+                for (xl, &v) in xt.iter_mut().zip(row) {
+                    xl[p] = v.as_f64();
+                }
+            }
+            nearest_lanes(&xt[..d], means, d)
+        };
+        for (p, row) in rows.chunks_exact(d).enumerate() {
+            found(g + p, row, best_j[p] as usize, best[p]);
+        }
+    }
+}
+
+/// Nearest centre (first on ties) and its squared distance for the `P` rows of `xt` (`d × P`,
+/// transposed): per centre the `P` distances Σ_l (x_l − c_l)², then a lane-wise compare and select.
+#[inline(always)]
+fn nearest_lanes(xt: &[[f64; P]], means: &[f64], d: usize) -> ([f64; P], [f64; P]) {
+    let mut best = [f64::INFINITY; P];
+    let mut best_j = [0.0f64; P];
+    for (j, c) in means.chunks_exact(d).enumerate() {
+        let mut acc = [0.0f64; P];
+        for (xl, &cl) in xt.iter().zip(c) {
+            for p in 0..P {
+                let diff = xl[p] - cl;
+                acc[p] += diff * diff;
+            }
+        }
+        // j only grows, so "take j where nearer" is a max with j-or-0 (cheaper than a select)
+        let jf = j as f64;
+        for p in 0..P {
+            let cand = if acc[p] < best[p] { jf } else { 0.0 };
+            best_j[p] = if cand > best_j[p] { cand } else { best_j[p] };
+            best[p] = if acc[p] < best[p] { acc[p] } else { best[p] };
+        }
+    }
+    (best, best_j)
 }
 
 /// Two smallest cluster weights with the index of the smallest.
@@ -616,7 +771,9 @@ pub fn run<T: Real>(
     let mut labels = super::try_filled(n, 0u32, "X")?;
     let mut upper = super::try_filled(n, f64::INFINITY, "X")?;
     let mut lower = super::try_filled(n, 0.0f64, "X")?;
-    {
+    if let Some(x) = dense_eligible(&data.x, k, d) {
+        dense_labels(data, x, &init64, k, &mut labels); // the bounds stay ∞ / 0: the dense pass needs none
+    } else {
         let geo = Geometry::<T>::new(&data.x, &init64, k, d);
         let nearest = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
         labels.copy_from_slice(&nearest);
@@ -625,8 +782,12 @@ pub fn run<T: Real>(
         return Err(ThriftyError::Interrupted);
     }
     let (mut cl, _) = Clusters::from_labels(data, &labels, k, &init64, false);
+    // Whether cl's sums are exact for the current labels (nothing moved since `from_labels`): then
+    // the final exact sums are these, and only the SSE needs a pass.
+    let mut sums_fresh = true;
     for i in relocate_empty(data, &mut cl, &mut labels, f, &init64) {
         (upper[i], lower[i]) = (f64::INFINITY, 0.0);
+        sums_fresh = false;
     }
     cl.refresh_means((!f.hartigan).then_some(data.origin)); // scikit-learn puts a Lloyd centre without weight at the data's mean
     let mut prev_means = init64;
@@ -662,14 +823,14 @@ pub fn run<T: Real>(
             break;
         }
         n_iter += 1;
-        let geo = Geometry::<T>::new(&data.x, &cl.means, k, d);
         drift_sums.add(&drift);
         prev_means = cl.means.clone();
 
-        let outs = if let (false, true, Matrix::Dense(x)) = (f.hartigan, k * d <= DENSE_MAX_KD, data.x) {
+        let outs = if let (false, Some(x)) = (f.hartigan, dense_eligible(&data.x, k, d)) {
             dense_pass_used = true;
             dense_lloyd_pass(data, x, &cl.means, k, &labels)
         } else {
+            let geo = Geometry::<T>::new(&data.x, &cl.means, k, d);
             assign_pass(data, &geo, &drift_sums, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum))
         };
         if data.cancel.load(Ordering::Relaxed) {
@@ -690,6 +851,7 @@ pub fn run<T: Real>(
         if updates_since_resum as f64 >= RESUM_AFTER_UPDATES_PER_POINT * n as f64 {
             cl = Clusters::from_labels(data, &labels, k, &cl.means, false).0;
             updates_since_resum = 0;
+            sums_fresh = true;
         } else if f.hartigan {
             cl.refresh_means(None); // Hartigan's relocation ranks points against the new means
         }
@@ -716,6 +878,9 @@ pub fn run<T: Real>(
             }
         }
         updates_since_resum += st.sequential_moves;
+        if updates_since_resum > 0 {
+            sums_fresh = false;
+        }
         st.sse_after_sequential = cl.sse(total_wxx);
         let moved = st.batch_moves + st.sequential_moves;
         stats.push(st);
@@ -730,10 +895,21 @@ pub fn run<T: Real>(
     }
 
     // Final state: exact sums; Lloyd stopped by tol/max_iter gets a final E-step like scikit-learn.
-    let (cl, mut inertia) = Clusters::from_labels(data, &labels, k, &cl.means, true);
-    if algorithm == Algorithm::Lloyd && !converged_strict(&stats) {
-        let geo = Geometry::<T>::new(&data.x, &cl.means, k, d);
-        labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
+    let e_step = algorithm == Algorithm::Lloyd && !converged_strict(&stats);
+    let (cl, mut inertia) = if sums_fresh {
+        let sse = if e_step { 0.0 } else { cl.sse_of_fresh(data, &labels) };
+        (cl, sse)
+    } else {
+        Clusters::from_labels(data, &labels, k, &cl.means, !e_step)
+    };
+    if e_step {
+        match dense_eligible(&data.x, k, d) {
+            Some(x) => dense_labels(data, x, &cl.means, k, &mut labels),
+            None => {
+                let geo = Geometry::<T>::new(&data.x, &cl.means, k, d);
+                labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
+            }
+        }
         inertia = self::inertia(data, &cl.means, &labels);
     }
     let centers: Vec<T> = cl.means.iter().map(|&v| T::of(v)).collect();
@@ -960,4 +1136,70 @@ pub fn inertia<T: Real>(data: &Data<'_, T>, means: &[f64], labels: &[u32]) -> f6
         })
         .collect();
     parts.iter().sum()
+}
+
+#[cfg(test)]
+mod kernel_tests {
+    use super::*;
+
+    fn lcg(state: &mut u64) -> f64 {
+        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((*state >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0
+    }
+
+    /// Nearest centre (first on ties) and its distance, one row and one centre at a time.
+    fn naive_nearest<T: Real>(row: &[T], means: &[f64], d: usize) -> (usize, f64) {
+        means.chunks_exact(d).map(|c| exact_sq_dist(row, c)).enumerate().fold((0, f64::INFINITY), |b, (j, v)| {
+            if v < b.1 {
+                (j, v)
+            } else {
+                b
+            }
+        })
+    }
+
+    fn check_dense_scan<T: Real>() {
+        let mut state = 7u64;
+        // every compile-time dimension, the generic one, k·d up to DENSE_MAX_KD, ragged groups
+        for (d, k) in [(1, 1), (1, 32), (2, 8), (2, 16), (3, 10), (4, 8), (5, 6), (8, 4), (16, 2), (32, 1)] {
+            for len in [1usize, 7, 8, 9, 61] {
+                let base = 3;
+                // coarse values: many exact ties between centres
+                let x: Vec<T> = (0..(base + len) * d).map(|_| T::of(lcg(&mut state).round())).collect();
+                let means: Vec<f64> = (0..k * d).map(|_| lcg(&mut state).round() * 0.5).collect();
+                let mut seen = vec![false; len];
+                dense_scan(&x, &means, k, d, base, len, |r, row, b, best| {
+                    let i = base + r;
+                    assert_eq!(row, &x[i * d..(i + 1) * d]);
+                    let (j, v) = naive_nearest(row, &means, d);
+                    assert_eq!((b, best.to_bits()), (j, v.to_bits()), "d={d} k={k} len={len} r={r}");
+                    seen[r] = true;
+                });
+                assert!(seen.iter().all(|&s| s), "every row reported once");
+            }
+        }
+    }
+
+    #[test]
+    fn dense_scan_matches_a_per_row_scan_bit_for_bit() {
+        check_dense_scan::<f64>();
+        check_dense_scan::<f32>();
+    }
+
+    #[test]
+    fn half_separations_match_the_pairwise_minimum() {
+        let mut state = 11u64;
+        for (k, d) in [(1, 3), (2, 1), (5, 7), (16, 4), (17, 33), (40, 2)] {
+            let means: Vec<f64> = (0..k * d).map(|_| lcg(&mut state)).collect();
+            let got = half_separations(&means, k, d);
+            for j in 0..k {
+                let cj = &means[j * d..(j + 1) * d];
+                let best = (0..k)
+                    .filter(|&o| o != j)
+                    .map(|o| cj.iter().zip(&means[o * d..(o + 1) * d]).map(|(a, b)| (a - b) * (a - b)).sum::<f64>())
+                    .fold(f64::INFINITY, f64::min);
+                assert_eq!(got[j].to_bits(), (0.5 * best.sqrt()).to_bits(), "k={k} d={d} j={j}");
+            }
+        }
+    }
 }

@@ -58,22 +58,6 @@ pub fn row_sq_norms<T: Real>(x: &[T], d: usize) -> Vec<f64> {
     x.chunks_exact(d).map(sq_norm).collect()
 }
 
-/// Smallest value of a slice (∞ when empty), over `LANES` lanes.
-#[inline]
-fn lane_min<T: Real>(row: &[T]) -> T {
-    let inf = T::infinity();
-    let mut acc = [inf; LANES];
-    let chunks = row.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for l in 0..LANES {
-            acc[l] = if c[l] < acc[l] { c[l] } else { acc[l] };
-        }
-    }
-    let m = rest.iter().fold(inf, |m, &v| if v < m { v } else { m });
-    acc.iter().fold(m, |m, &v| if v < m { v } else { m })
-}
-
 /// `min_j scale_j · max(base + v_j, 0)` over `LANES` lanes (∞ when empty): the smallest
 /// size-weighted cost of a row of partial distances.
 #[inline]
@@ -132,14 +116,41 @@ pub fn tile_partial_dists<T: Real>(x: &[T], d: usize, centers: &[T], cc: &[T], k
     }
 }
 
-/// Smallest value of a row with its first index, and the second smallest value (∞ if k = 1).
+/// Smallest value of a row with its first index, and the second smallest value (∞ if k = 1; equal
+/// to the smallest when that occurs twice).
+///
+/// One branch-free pass keeping the two smallest values per lane, merged at the end (the second
+/// smallest overall is the smallest of the other lanes' minima and the second value of the lane
+/// that holds the minimum), then a scan for the first index of the smallest: the same values as
+/// two minimum passes.
 #[inline]
 pub fn top2<T: Real>(row: &mut [T]) -> (usize, T, T) {
-    let p1 = lane_min(row);
+    let inf = T::infinity();
+    let (mut m1, mut m2) = ([inf; LANES], [inf; LANES]);
+    let push = |m1: &mut T, m2: &mut T, v: T| {
+        let hi = if v < *m1 { *m1 } else { v };
+        *m2 = if hi < *m2 { hi } else { *m2 };
+        *m1 = if v < *m1 { v } else { *m1 };
+    };
+    let chunks = row.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..LANES {
+            push(&mut m1[l], &mut m2[l], c[l]);
+        }
+    }
+    for (l, &v) in rest.iter().enumerate() {
+        push(&mut m1[l], &mut m2[l], v);
+    }
+    let p1 = m1.iter().fold(inf, |m, &v| if v < m { v } else { m });
+    let (mut p2, mut taken) = (inf, false);
+    for l in 0..LANES {
+        let here = !taken && m1[l] == p1;
+        taken |= here;
+        let v = if here { m2[l] } else { m1[l] };
+        p2 = if v < p2 { v } else { p2 };
+    }
     let j1 = row.iter().position(|&v| v == p1).unwrap_or(0);
-    row[j1] = T::infinity();
-    let p2 = lane_min(row);
-    row[j1] = p1;
     (j1, p1, p2)
 }
 
