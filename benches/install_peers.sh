@@ -19,4 +19,4 @@ if ! $PY -c "import hkmeans" 2>/dev/null; then
     rm -rf "$tmp"
   fi
 fi
-$PY -m pip install -q asv plskit dppy dask-ml
+$PY -m pip install -q asv plskit dppy dask-ml faiss-cpu
