@@ -289,7 +289,8 @@ def run(kind: str, base: nn.Module, seed: int, train_enc: dict[str, torch.Tensor
             out = nn.functional.cross_entropy(model(**enc).logits, y)
         saved_peak = meter.peak_bytes - hooks.peak_dense_bytes + hooks.peak_stored_bytes
         del out
-    pred = predict_all(model, test_enc, len(test_y))
+    # --skip-eval (a fidelity probe of a few steps): no test predictions, accuracy reads as 0
+    pred = torch.full_like(test_y, -1) if args.skip_eval else predict_all(model, test_enc, len(test_y))
     if n_curve:
         curve.append((total, 100.0 * float((pred[:n_curve] == test_y[:n_curve]).float().mean())))
     params = tensor_bytes(model.parameters())
@@ -383,6 +384,7 @@ def main() -> None:
     ap.add_argument("--runs", default="", help="comma-separated runs (default exact,stac_r[,stac_r+hooks])")
     ap.add_argument("--from-config", action="store_true", help="random-init BERT from a BertConfig")
     ap.add_argument("--cache", default="", help="file caching the task's windows (built in ~1-2 min otherwise)")
+    ap.add_argument("--skip-eval", action="store_true", help="no test evaluation (a short fidelity probe)")
     ap.add_argument("--save-dir", default="", help="save each run's predictions and figures there")
     ap.add_argument("--combine", default="", help="only print the summary of the runs saved in this folder")
     ap.add_argument("--log-every", type=int, default=100)
