@@ -586,13 +586,18 @@ class LayerCodec:
         return f"LayerCodec(d={self.d}, config={self.config}, ratio={self.ratio}, step={self.step})"
 
 
+def residual_codes(vals: Tensor, bits: int) -> Tensor:
+    """The signed integer codes q of a packed residual as float32: int8 as is, int4 unpacked two per
+    byte (low nibble first), so an odd k leaves one trailing code per block (packed as 0)."""
+    if bits == 8:
+        return vals.to(torch.float32)
+    lo = (vals & 0xF).to(torch.int16)
+    hi = (vals >> 4).to(torch.int16)
+    q = torch.stack((lo, hi), dim=-1).flatten(-2).to(torch.float32)
+    return torch.where(q >= 8, q - 16, q)
+
+
 def _residual_energy(vals: Tensor, scales: Tensor, bits: int) -> float:
     """‖R‖² of a packed residual: Σ (q · scale)² over the kept entries."""
-    if bits == 8:
-        q = vals.to(torch.float32)
-    else:
-        lo = (vals & 0xF).to(torch.int16)
-        hi = (vals >> 4).to(torch.int16)
-        q = torch.stack((lo, hi), dim=-1).flatten(-2).to(torch.float32)
-        q = torch.where(q >= 8, q - 16, q)
+    q = residual_codes(vals, bits)
     return float((q.square().sum(-1) * scales.to(torch.float32).square()).sum())

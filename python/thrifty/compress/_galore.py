@@ -60,6 +60,7 @@ import torch
 from torch import Tensor, nn
 
 from thrifty.compress import _kernels
+from thrifty.compress._codec import residual_codes
 from thrifty.compress._linear import CompressedLinear, _in_backward
 
 __all__ = ["GaLoreAdamW", "GaLoreProjector", "TurboLinear", "galore_turbo"]
@@ -323,13 +324,7 @@ class GaLoreAdamW(torch.optim.Optimizer):
 
 def _residual_values(vals: Tensor, scales: Tensor, bits: int, k: int) -> Tensor:
     """Dequantized residual values (n, nb, k) float32 (value = q · block scale)."""
-    if bits == 8:
-        q = vals.to(torch.float32)
-    else:
-        lo = (vals & 0xF).to(torch.int16)
-        hi = (vals >> 4).to(torch.int16)
-        q = torch.stack((lo, hi), dim=-1).flatten(-2).to(torch.float32)
-        q = torch.where(q >= 8, q - 16, q)[..., :k]  # an odd k leaves one unused nibble per block
+    q = residual_codes(vals, bits)[..., :k]  # an odd int4 k leaves one unused nibble per block
     return q * scales.to(torch.float32)[..., None]
 
 
