@@ -251,3 +251,15 @@ def test_chunked_sampling_with_progress_gives_the_same_samples(capsys: pytest.Ca
     st_dpp = discretize(rng.uniform(size=(500, 2)), 10)
     assert np.array_equal(st_dpp.sample_many(300, random_state=6, progress=True), st_dpp.sample_many(300, random_state=6))
     assert "samples" in capsys.readouterr().err
+
+
+def test_projection_keeps_a_read_only_view_by_default_and_copies_on_request() -> None:
+    # Default copy=False (SciPy's cKDTree(copy_data=False) convention): no 8·n·p-byte copy, the
+    # user's array stays writeable; copy=True detaches the sampler from later changes to U.
+    U = orthonormalize(np.random.default_rng(3).normal(size=(200, 5)))
+    view, private = ProjectionDPP(U), ProjectionDPP(U, copy=True)
+    assert np.shares_memory(view.U, U) and not view.U.flags.writeable and U.flags.writeable
+    assert not np.shares_memory(private.U, U) and not private.U.flags.writeable
+    before = private.sample(random_state=1)
+    U[:] = orthonormalize(np.random.default_rng(4).normal(size=(200, 5)))
+    assert np.array_equal(private.sample(random_state=1), before)

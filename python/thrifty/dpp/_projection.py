@@ -107,8 +107,12 @@ class ProjectionDPP:
     ----------
     U : array-like of shape (n, p)
         Orthonormal columns (use :func:`orthonormalize` or :meth:`from_features` otherwise).
-        float32 is kept end to end. A private read-only copy is stored (``copy=False`` keeps a
-        read-only view instead: then the caller must not modify U afterwards).
+        float32 is kept end to end.
+    copy : bool, default False
+        ``False`` (like SciPy's ``cKDTree(copy_data=False)`` and scikit-learn's fitted data): the
+        sampler keeps a read-only view of U, no 8·n·p-byte copy; U itself stays writeable, and
+        modifying it afterwards changes what the sampler draws. ``True`` stores a private
+        read-only copy (one more pass over U and its memory).
     check : True, "randomized", "exact" or False, default True
         How orthonormality is verified, with ``tol = 1e-6`` (float64) or ``1e-3`` (float32).
         ``True``/``"randomized"``: O(np), fused with the pass that computes the leverage scores:
@@ -160,7 +164,7 @@ class ProjectionDPP:
     last_seed_ = DeprecatedAlias[int]("seed_")
 
     def __init__(
-        self, U: Any, *, method: Method = "accept_reject", copy: bool = True, check: bool | Check = True
+        self, U: Any, *, method: Method = "accept_reject", copy: bool = False, check: bool | Check = True
     ) -> None:
         u = check_matrix(U, "U", finite=False)
         if u.shape[1] > u.shape[0]:
