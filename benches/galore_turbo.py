@@ -11,10 +11,16 @@ Configurations of the same byte-level GPT (examples/tiny_gpt.py, pydoc_data), sa
   (m, r_s) matrix Gᵀ·deq(C) in STAC-R's basis, STAC-R still refreshes its basis on every batch;
 - ``turbo-all``: ``share_schedule="all"``: every layer's STAC-R basis is refreshed only on GaLore's refresh
   steps (left-projected layers then see an aged basis);
-- ``turbo``: the default, ``share_schedule="right"``: right-projected layers share the schedule (exact
-  projection up to quantisation, no residual), left-projected ones keep the per-batch refresh;
-- ``turbo-left``: ``turbo`` with the left-projected layers' STAC-R basis refreshed every ``--left-every``
-  steps (``stac_r(refresh_every=...)`` on those layers): a middle ground between ``turbo`` and ``turbo-all``;
+- ``turbo-std``: ``share_schedule="right"`` with GaLore's own sides (``proj_type="std"``): right-projected
+  layers share the schedule (exact projection up to quantisation, no residual), left-projected ones (m < d)
+  keep the per-batch refresh (the default before ``proj_type="auto"``);
+- ``turbo``: the default, ``proj_type="auto"``: as ``turbo-std``, but the m < d layers are projected on the
+  right as well (their optimizer state is then smaller), so no layer keeps a per-batch refresh;
+- ``unshared-right``: ``unshared`` with GaLore projecting on the right (``proj_type="right"``): the same
+  sides as ``turbo`` when every layer's STAC-R rank holds GaLore's (true at these sizes), so ``turbo`` can be
+  read against a baseline running the very same GaLore;
+- ``turbo-left``: ``turbo-std`` with the left-projected layers' STAC-R basis refreshed every ``--left-every``
+  steps (``stac_r(refresh_every=...)`` on those layers): a middle ground between ``turbo-std`` and ``turbo-all``;
 - ``galore-only`` (timing only, a reference): GaLoreAdamW on the same Linears without STAC-R - what the
   model's own work plus GaLore cost, with dense saved inputs (so more memory).
 
@@ -31,12 +37,18 @@ layer the cosine between the projected gradient the configuration hands to Adam 
 aging is measured); mean and min per configuration and projection side; then the final losses (mean train
 loss over the last 20 steps, validation loss) for ``--seeds`` data orders.
 
+Profile mode (``--profile``): per configuration, the exclusive wall time per step of each phase (forward
+GEMMs, STAC-R refresh, encoding, backward weight gradient, Turbo projection, GaLore SVD / projection / Adam /
+project-back, the rest of the model), by wrapping the library's functions for the run.
+
 Usage::
 
     .venv/bin/python benches/galore_turbo.py                      # d=256, 4 layers, 24 steps, gap 8
     .venv/bin/python benches/galore_turbo.py --gap 50 --steps 13 --repeats 3 --threads 1
-    .venv/bin/python benches/galore_turbo.py --width 1024 --gap 50 --steps 7 --repeats 3 --threads 1 \
-        --kinds unshared,turbo-all,turbo                          # the size where turbo meets <= 0.67
+    .venv/bin/python benches/galore_turbo.py --width 1024 --gap 50 --steps 12 --repeats 2 --threads 1 \
+        --kinds unshared,unshared-right,turbo-std,turbo           # GPT-2-medium width: acceptance 5
+    .venv/bin/python benches/galore_turbo.py --profile --width 1024 --steps 7 --gap 50 --threads 1 \
+        --kinds unshared,unshared-right,turbo-std,turbo           # where the step time goes
     .venv/bin/python benches/galore_turbo.py --fidelity --width 128 --layers 2 --block 64 --steps 200 --gap 50 \
         --seeds 3 --threads 1
     .venv/bin/python benches/galore_turbo.py --smoke              # tiny, 3 steps: the script runs
