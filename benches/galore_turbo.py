@@ -11,10 +11,16 @@ Configurations of the same byte-level GPT (examples/tiny_gpt.py, pydoc_data), sa
   (m, r_s) matrix Gᵀ·deq(C) in STAC-R's basis, STAC-R still refreshes its basis on every batch;
 - ``turbo-all``: ``share_schedule="all"``: every layer's STAC-R basis is refreshed only on GaLore's refresh
   steps (left-projected layers then see an aged basis);
-- ``turbo``: the default, ``share_schedule="right"``: right-projected layers share the schedule (exact
-  projection up to quantisation, no residual), left-projected ones keep the per-batch refresh;
-- ``turbo-left``: ``turbo`` with the left-projected layers' STAC-R basis refreshed every ``--left-every``
-  steps (``stac_r(refresh_every=...)`` on those layers): a middle ground between ``turbo`` and ``turbo-all``;
+- ``turbo-std``: ``share_schedule="right"`` with GaLore's own sides (``proj_type="std"``): right-projected
+  layers share the schedule (exact projection up to quantisation, no residual), left-projected ones (m < d)
+  keep the per-batch refresh (the default before ``proj_type="auto"``);
+- ``turbo``: the default, ``proj_type="auto"``: as ``turbo-std``, but the m < d layers are projected on the
+  right as well (their optimizer state is then smaller), so no layer keeps a per-batch refresh;
+- ``unshared-right``: ``unshared`` with GaLore projecting on the right (``proj_type="right"``): the same
+  sides as ``turbo`` when every layer's STAC-R rank holds GaLore's (true at these sizes), so ``turbo`` can be
+  read against a baseline running the very same GaLore;
+- ``turbo-left``: ``turbo-std`` with the left-projected layers' STAC-R basis refreshed every ``--left-every``
+  steps (``stac_r(refresh_every=...)`` on those layers): a middle ground between ``turbo-std`` and ``turbo-all``;
 - ``galore-only`` (timing only, a reference): GaLoreAdamW on the same Linears without STAC-R - what the
   model's own work plus GaLore cost, with dense saved inputs (so more memory).
 
@@ -31,12 +37,18 @@ layer the cosine between the projected gradient the configuration hands to Adam 
 aging is measured); mean and min per configuration and projection side; then the final losses (mean train
 loss over the last 20 steps, validation loss) for ``--seeds`` data orders.
 
+Profile mode (``--profile``): per configuration, the exclusive wall time per step of each phase (forward
+GEMMs, STAC-R refresh, encoding, backward weight gradient, Turbo projection, GaLore SVD / projection / Adam /
+project-back, the rest of the model), by wrapping the library's functions for the run.
+
 Usage::
 
     .venv/bin/python benches/galore_turbo.py                      # d=256, 4 layers, 24 steps, gap 8
     .venv/bin/python benches/galore_turbo.py --gap 50 --steps 13 --repeats 3 --threads 1
-    .venv/bin/python benches/galore_turbo.py --width 1024 --gap 50 --steps 7 --repeats 3 --threads 1 \
-        --kinds unshared,turbo-all,turbo                          # the size where turbo meets <= 0.67
+    .venv/bin/python benches/galore_turbo.py --width 1024 --gap 50 --steps 12 --repeats 2 --threads 1 \
+        --kinds unshared,unshared-right,turbo-std,turbo           # GPT-2-medium width: acceptance 5
+    .venv/bin/python benches/galore_turbo.py --profile --width 1024 --steps 7 --gap 50 --threads 1 \
+        --kinds unshared,unshared-right,turbo-std,turbo           # where the step time goes
     .venv/bin/python benches/galore_turbo.py --fidelity --width 128 --layers 2 --block 64 --steps 200 --gap 50 \
         --seeds 3 --threads 1
     .venv/bin/python benches/galore_turbo.py --smoke              # tiny, 3 steps: the script runs
@@ -69,8 +81,13 @@ from thrifty.compress import (
 )
 from thrifty.compress._linear import CompressedLinear
 
-KINDS = ("unshared", "turbo-svd", "turbo-shared", "turbo-all", "turbo", "turbo-left", "galore-only")
-SCHEDULE = {"turbo-svd": "none", "turbo-shared": "none", "turbo-all": "all", "turbo": "auto", "turbo-left": "auto"}
+KINDS = ("unshared", "unshared-right", "turbo-svd", "turbo-shared", "turbo-all", "turbo-std", "turbo",
+         "turbo-left", "galore-only")  # fmt: skip
+SCHEDULE = {"turbo-svd": "none", "turbo-shared": "none", "turbo-all": "all", "turbo-std": "auto", "turbo": "auto",
+            "turbo-left": "auto"}  # fmt: skip
+# GaLore projection side per configuration (galore_turbo's default proj_type is "auto")
+PROJ = {"unshared": "std", "unshared-right": "right", "galore-only": "std", "turbo-svd": "std",
+        "turbo-shared": "std", "turbo-all": "std", "turbo-std": "std", "turbo": "auto", "turbo-left": "std"}  # fmt: skip
 
 
 def tensor_bytes(t: torch.Tensor | None) -> int:
@@ -78,7 +95,7 @@ def tensor_bytes(t: torch.Tensor | None) -> int:
 
 
 def make(kind: str, base: nn.Module, args: argparse.Namespace) -> tuple[nn.Module, GaLoreAdamW]:
-    common = {"rank": args.rank, "update_proj_gap": args.gap, "scale": 0.25}
+    common = {"rank": args.rank, "update_proj_gap": args.gap, "scale": 0.25, "proj_type": PROJ[kind]}
     if kind == "galore-only":  # reference: GaLore on the same Linears, no STAC-R (dense saved inputs)
         model = copy.deepcopy(base)
         lin = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]
@@ -90,7 +107,7 @@ def make(kind: str, base: nn.Module, args: argparse.Namespace) -> tuple[nn.Modul
         left = [n for n, m in base.named_modules() if isinstance(m, nn.Linear) and m.out_features < m.in_features]
         every = {n: args.left_every for n in left}
     model = stac_r(copy.deepcopy(base), ratio=args.ratio, seed=0, refresh_every=every)
-    if kind == "unshared":
+    if kind in ("unshared", "unshared-right"):
         lin = [m.weight for m in model.modules() if isinstance(m, CompressedLinear)]
         ids = {id(p) for p in lin}
         rest = [p for p in model.parameters() if id(p) not in ids]
@@ -272,6 +289,135 @@ def fidelity(args: argparse.Namespace, kinds: tuple[str, ...]) -> None:
     print("# noise: val-loss spread over data orders per config: " + ", ".join(f"{s:.4f}" for s in spread))
 
 
+class PhaseTimer:
+    """Exclusive wall time per labelled phase: wraps library functions (monkeypatched for the run), each
+    wrapper subtracts the time of the wrapped calls nested inside it, so the phases add up to the step."""
+
+    def __init__(self) -> None:
+        self.acc: dict[str, float] = {}
+        self.stack: list[float] = []
+        self.side = "?"
+        self.undo: list[tuple[object, str, object]] = []
+
+    def enter(self) -> None:
+        self.stack.append(0.0)
+
+    def leave(self, label: str, dt: float) -> None:
+        child = self.stack.pop()
+        self.acc[label] = self.acc.get(label, 0.0) + dt - child
+        if self.stack:
+            self.stack[-1] += dt
+
+    def timed(self, label: str, fn, *a, **k):  # type: ignore[no-untyped-def]
+        self.enter()
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            self.leave(label, time.perf_counter() - t0)
+
+    def wrap(self, owner: object, attr: str, label) -> None:  # type: ignore[no-untyped-def]
+        orig = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
+        is_static = isinstance(orig, staticmethod)
+        fn = orig.__func__ if is_static else orig
+
+        def wrapper(*a, **k):  # type: ignore[no-untyped-def]
+            return self.timed(label(a, k) if callable(label) else label, fn, *a, **k)
+
+        self.undo.append((owner, attr, orig))
+        setattr(owner, attr, staticmethod(wrapper) if is_static else wrapper)
+
+    def restore(self) -> None:
+        for owner, attr, orig in reversed(self.undo):
+            setattr(owner, attr, orig)
+        self.undo.clear()
+
+
+def install_timers(pt: PhaseTimer) -> None:
+    from thrifty.compress import _codec, _galore, _kernels
+
+    def side_of_module(a, k):  # type: ignore[no-untyped-def]
+        mod = a[0]
+        pt.side = "m>=d" if mod.out_features >= mod.in_features else "m<d"
+        return f"fwd: F.linear + module code [{pt.side}]"
+
+    pt.wrap(CompressedLinear, "forward", side_of_module)
+    pt.wrap(TurboLinear, "forward", side_of_module)
+    pt.wrap(_codec.LayerCodec, "basis_for", lambda a, k: f"fwd: basis_for (plan/python) [{pt.side}]")
+    pt.wrap(_kernels, "refresh", lambda a, k: f"fwd: STAC-R refresh (3 GEMM + QR) [{pt.side}]")
+    pt.wrap(_kernels, "compress", lambda a, k: f"fwd: encode X·U + quantise [{pt.side}]")
+
+    def gw_side(a, k):  # type: ignore[no-untyped-def]
+        m, d = a[0].shape[1], k["d"]
+        return "bwd: grad_weight from factors " + ("[m>=d]" if m >= d else "[m<d]")
+
+    pt.wrap(_kernels, "grad_weight", gw_side)
+    pt.wrap(_galore, "project_from_factors", lambda a, k: f"bwd: turbo projection from factors [{a[4]} P]")
+    pt.wrap(_galore, "shared_basis", "bwd: shared P refresh (small SVD)")
+    pt.wrap(GaLoreProjector, "refresh", "opt: GaLore SVD of the full gradient")
+    pt.wrap(GaLoreProjector, "project", "opt: project full gradient (G·Pᵀ / Pᵀ·G)")
+    pt.wrap(GaLoreProjector, "project_back", "opt: project back (low·P / P·low)")
+
+
+def profile(args: argparse.Namespace, kinds: tuple[str, ...]) -> None:
+    """Per-phase exclusive time per step (ms), per configuration, interleaved steps (refresh step 0 untimed).
+    Layer labels: [m>=d] / [m<d] by the weight's shape (out m, in d), which GaLore's "std" projects on the
+    right / left; "turbo" (proj_type="auto") projects the [m<d] layers on the right too."""
+    torch.manual_seed(0)
+    cfg = GPTConfig(n_layer=args.layers, n_embd=args.width, n_head=4, block_size=args.block)
+    base = GPT(cfg)
+    train, _val = load_corpus()
+    gen = torch.Generator().manual_seed(1)
+    batches = [get_batch(train, args.batch, args.block, gen) for _ in range(args.steps)]
+    runs = {k: make(k, base, args) for k in kinds}
+    header(args, "profile (exclusive ms per step, mean over timed steps)")
+    pt = PhaseTimer()
+    install_timers(pt)
+    per: dict[str, dict[str, float]] = {k: {} for k in kinds}
+    totals: dict[str, list[float]] = {k: [] for k in kinds}
+    try:
+        for step, (x, y) in enumerate(batches):
+            order = kinds if step % 2 == 0 else kinds[::-1]
+            for kind in order:
+                model, opt = runs[kind]
+                pt.acc = {}
+                t0 = time.perf_counter()
+                _logits, loss = pt.timed("fwd: rest of the model (attention, LN, GELU, embeddings, loss)", model, x, y)
+                assert loss is not None
+                pt.timed("bwd: rest (grad_x GEMMs, attention, LN, GELU, autograd)", loss.backward)
+                pt.timed("opt: Adam on low + update p, python loop", opt.step)
+                pt.timed("opt: zero_grad", opt.zero_grad, set_to_none=True)
+                dt = time.perf_counter() - t0
+                if step > 0:
+                    totals[kind].append(dt)
+                    for lab, v in pt.acc.items():
+                        per[kind][lab] = per[kind].get(lab, 0.0) + v
+    finally:
+        pt.restore()
+    n = max(1, args.steps - 1)
+    labels = sorted({lab for k in kinds for lab in per[k]})
+    print(f"{'phase':<62}" + "".join(f"{k:>15}" for k in kinds))
+    for lab in labels:
+        print(f"{lab:<62}" + "".join(f"{1e3 * per[k].get(lab, 0.0) / n:>15.1f}" for k in kinds))
+    print(f"{'step (sum of phases)':<62}" + "".join(f"{1e3 * sum(per[k].values()) / n:>15.1f}" for k in kinds))
+    print(f"{'step (median wall)':<62}" + "".join(f"{1e3 * statistics.median(totals[k]):>15.1f}" for k in kinds))
+    ref = statistics.median(totals["unshared"])
+    print(
+        f"{'ratio vs unshared (median wall)':<62}"
+        + "".join(f"{statistics.median(totals[k]) / ref:>15.3f}" for k in kinds)
+    )
+    layers = runs["unshared"][0]
+    print(
+        "# STAC-R plans (unshared run): "
+        + "; ".join(
+            f"{nm.split('.')[-1] if nm != 'head' else nm} {m.in_features}->{m.out_features} "
+            f"r={m.codec.config.rank} {m.codec.config.coef} k={m.codec.config.k}"
+            for nm, m in layers.named_modules()
+            if isinstance(m, CompressedLinear) and (nm.startswith("blocks.0.") or nm == "head")
+        )
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--width", type=int, default=256)
@@ -288,6 +434,7 @@ def main() -> None:
     ap.add_argument("--left-every", type=int, default=4, help="turbo-left: refresh_every of left-projected layers")
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated subset of {KINDS}")
     ap.add_argument("--fidelity", action="store_true", help="gradient fidelity and final losses instead of timing")
+    ap.add_argument("--profile", action="store_true", help="per-phase exclusive time per step instead of timing")
     ap.add_argument("--seeds", type=int, default=2, help="fidelity: data orders")
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args()
@@ -298,6 +445,9 @@ def main() -> None:
         args.width, args.layers, args.batch, args.block, args.steps, args.gap = 64, 1, 2, 32, 3, 2
         args.rank, args.seeds = 8, 1
     torch.set_num_threads(args.threads)
+    if args.profile:
+        profile(args, tuple(k for k in kinds if k != "galore-only"))
+        return
     if args.fidelity:
         fidelity(args, tuple(k for k in kinds if k != "galore-only"))
         return

@@ -18,7 +18,7 @@ from thrifty.compress import (
     galore_turbo,
     stac_r,
 )
-from thrifty.compress._galore import project_from_factors, shared_basis
+from thrifty.compress._galore import project_from_factors, right_state_fits, shared_basis
 
 
 def _structured(n: int, d: int, rank: int, seed: int) -> torch.Tensor:
@@ -197,7 +197,7 @@ def test_shared_schedule_refreshes_stac_basis_with_galore() -> None:
 def test_default_schedule_shares_right_projected_layers_only() -> None:
     # a residual in the plan, so that dropping it is visible
     wrapped = stac_r(_mlp(), ratio=4, seed=0, residual_density=0.1, residual_bits=8)
-    opt = galore_turbo(wrapped, rank=4, update_proj_gap=3)
+    opt = galore_turbo(wrapped, rank=4, update_proj_gap=3, proj_type="std")  # GaLore's sides kept
     layers = [m for m in wrapped.modules() if isinstance(m, TurboLinear)]
     assert [t.side for t in layers] == ["right", "left", "left"]  # (96, 32), (32, 96), (8, 32) weights
     bases: list[list[torch.Tensor]] = []
@@ -220,15 +220,61 @@ def test_default_schedule_shares_right_projected_layers_only() -> None:
     assert all(t.schedule == "none" for t in plain.modules() if isinstance(t, TurboLinear))
 
 
-@pytest.mark.parametrize(("coef", "tol"), [("fp32", 2e-5), ("int8", 1e-2)])
-def test_right_projection_is_exact_with_an_aged_basis(coef: str, tol: float) -> None:
-    """Right projection + shared schedule: Gᵀ·X·Pᵀ up to coefficient quantisation, however stale the basis."""
-    d, m, n = 128, 256, 192
+def test_auto_side_projects_left_layers_on_the_right_when_they_can_share() -> None:
+    wrapped = stac_r(_mlp(), ratio=4, seed=0, residual_density=0.1, residual_bits=8)
+    std = copy.deepcopy(wrapped)
+    opt = galore_turbo(wrapped, rank=4, update_proj_gap=3)  # proj_type="auto" (the default)
+    opt_std = galore_turbo(std, rank=4, update_proj_gap=3, proj_type="std")
+    layers = [m for m in wrapped.modules() if isinstance(m, TurboLinear)]
+    assert [t.side for t in layers] == ["right", "left", "left"]  # GaLore's sides until the plan is known
+    bases: list[list[torch.Tensor]] = []
+    for x in _batches(4):
+        for model, o in ((wrapped, opt), (std, opt_std)):
+            o.zero_grad()
+            model(x).square().mean().backward()
+            o.step()
+        bases.append([t.codec.u for t in layers])
+    flipped = 0
+    for i, t in enumerate(layers):
+        cfg = t.codec.config
+        assert cfg is not None
+        m, d = t.out_features, t.in_features
+        fits = cfg.rank >= min(4, m, d)
+        if m < d and fits:  # went right: shares the schedule, stores no residual, P is (r, d)
+            flipped += 1
+            assert t.side == "right" and t.projector.side == "right" and t.share_basis and t.drop_residual
+            assert t.low.shape == (m, 4) and t.projector.ortho is not None and t.projector.ortho.shape == (4, d)
+            assert cfg.k == 0 and len({id(b[i]) for b in bases}) == 2  # basis refreshed at steps 0 and 3 only
+        elif m < d:  # STAC-R's rank cannot hold P: stays left, per-batch refresh
+            assert t.side == "left" and not t.share_basis and len({id(b[i]) for b in bases}) == 4
+    assert flipped >= 1
+    assert opt.state_bytes() < opt_std.state_bytes()  # the right layout's state is smaller when m < d
+    # the memory rule itself: right state within 1% of the left one's, exactly when m <= ~d
+    assert right_state_fits(1024, 4096, 32) and right_state_fits(512, 512, 8)
+    assert not right_state_fits(4096, 1024, 32)
+    # "auto" is GaLore's "std" when nothing is shared
+    for kw in ({"refresh": "svd"}, {"share_schedule": "none"}):
+        plain = stac_r(_mlp(), ratio=4, seed=0)
+        o = galore_turbo(plain, rank=4, **kw)  # type: ignore[arg-type]
+        plain(_batches(1)[0]).square().mean().backward()
+        o.step()
+        assert [t.side for t in plain.modules() if isinstance(t, TurboLinear)] == ["right", "left", "left"]
+    with pytest.raises(ValueError, match="proj_type"):
+        galore_turbo(stac_r(_mlp()), proj_type="up")
+
+
+@pytest.mark.parametrize(("coef", "tol", "d", "m"), [("fp32", 2e-5, 128, 256), ("int8", 1e-2, 128, 256),
+                                                     ("int8", 1e-2, 256, 96)])  # fmt: skip
+def test_right_projection_is_exact_with_an_aged_basis(coef: str, tol: float, d: int, m: int) -> None:
+    """Right projection + shared schedule: Gᵀ·X·Pᵀ up to coefficient quantisation, however stale the basis
+    (m < d: a layer GaLore would project on the left, projected on the right by proj_type="auto")."""
+    n = 192
     torch.manual_seed(3)
     wrapped = stac_r(nn.Sequential(nn.Linear(d, m)), rank=8, coef_dtype=coef, residual_density=0.05, seed=0)
     opt = galore_turbo(wrapped, rank=4, update_proj_gap=100, scale=1.0, lr=1e-3)
     layer = wrapped[0]
     assert isinstance(layer, TurboLinear)
+    assert layer.side == ("right" if m >= d else "left")
     x_a = _structured(n, d, 6, seed=1)  # the basis and P are refreshed on this distribution (step 0)
     gen = torch.Generator().manual_seed(7)
     t_out = torch.randn(n, m, generator=gen)
@@ -239,6 +285,7 @@ def test_right_projection_is_exact_with_an_aged_basis(coef: str, tol: float) -> 
     opt.step()
     u_aged, p = layer.codec.u, layer.projector.ortho
     assert u_aged is not None and p is not None and layer.drop_residual
+    assert layer.side == "right" and p.shape == (4, d)
     # a batch from another distribution: the aged basis captures little of it
     x_b = _structured(n, d, 6, seed=2) * 3.0
     captured = float((x_b @ u_aged).square().sum() / x_b.square().sum())

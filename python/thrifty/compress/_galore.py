@@ -47,6 +47,20 @@ them. Measured (``benches/galore_turbo.py --fidelity``, GPT d=128, gap 50, 200 s
 projected gradient to the exact one (same P, uncompressed X), mean/min over steps - right-projected layers
 0.99975/0.995 per-batch refresh vs 0.99999/0.9999 shared; left-projected 0.986/0.93 per batch vs
 0.888/0.53 with the basis aged as well (``share_schedule="all"``).
+
+Projection side (``galore_turbo(proj_type="auto")``, the default): GaLore's "std" rule projects a weight
+with m < d (e.g. an MLP's down projection, d = 4·m) on the left, so Turbo would have to keep that layer's
+per-batch STAC-R refresh (three (n, d)·(d, r_s) GEMMs and a QR in every forward: on GPT-2-medium-width CPU
+runs ~16% of the Turbo step, the largest cost Turbo still paid, see ``benches/galore_turbo.py --profile``).
+"auto" projects such a layer on the right instead when it can share (STAC-R rank >= GaLore rank) and the
+right layout's optimizer state, Adam moments (m, r) + P (r, d), is within 1% of the left one's, moments
+(r, d) + P (m, r) - for m < d it is smaller. The layer then gets the exact, refresh-free right projection
+above. This changes GaLore's choice of side for those layers (galore_torch offers ``proj_type="right"``),
+so the benchmark also compares with STAC-R + GaLore projecting them on the right (``unshared-right``).
+Measured (``--fidelity``, gap 50): cosine to the exact projected gradient of the flipped layers, mean/min -
+width 128, fc2: 1.00000/1.000 vs 0.986/0.932 for unshared STAC-R + GaLore (left); width 384, fc2 and head:
+1.00000/1.000 vs 0.9955/0.982 and 0.9984/0.995; final validation losses within the data-order noise of
+unshared (+0.0002 at width 128, -0.019 at 384, equal to ``unshared-right``'s).
 """
 
 from __future__ import annotations
@@ -392,6 +406,15 @@ def shared_basis(g: Tensor, u: Tensor, factors: tuple[Tensor, ...], rank: int, s
     return p
 
 
+def right_state_fits(m: int, d: int, r: int, tolerance: float = 0.01) -> bool:
+    """Whether GaLore's optimizer state for an (m, d) weight at rank r projected on the right (Adam moments
+    (m, r) twice + P (r, d)) stays within ``tolerance`` of the left layout's (moments (r, d) twice + P (m, r))
+    - the memory condition of ``proj_type="auto"``; true whenever m <= d."""
+    right = 2 * m * r + r * d
+    left = 2 * r * d + m * r
+    return right <= (1.0 + tolerance) * left
+
+
 class _TurboFn(torch.autograd.Function):
     """y = x·Wᵀ + b saving the STAC-R factors; backward delivers GaLore's projected weight gradient."""
 
@@ -458,6 +481,11 @@ class TurboLinear(nn.Module):
         Leaf tensor of the projected gradient's shape ((m, r) right, (r, d) left) over a single element;
         ``low.grad`` is the projected gradient.
     refresh : {"svd", "shared"}
+    side : {"left", "right"}
+        The projection side (with ``prefer_right``, settled at the first forward: see :func:`galore_turbo`'s
+        ``proj_type="auto"``).
+    prefer_right : bool
+        Whether a left-projected layer that can share the schedule goes right (``proj_type="auto"``).
     schedule : {"right", "all", "none"}
         Which layers keep STAC-R's basis between GaLore's refreshes (see the module docstring).
     share_basis : bool
@@ -470,8 +498,9 @@ class TurboLinear(nn.Module):
     """
 
     def __init__(
-        self, layer: CompressedLinear, projector: GaLoreProjector, refresh: str, schedule: str = "none"
-    ) -> None:
+        self, layer: CompressedLinear, projector: GaLoreProjector, refresh: str, schedule: str = "none",
+        *, prefer_right: bool = False,
+    ) -> None:  # fmt: skip
         super().__init__()
         if not isinstance(layer, CompressedLinear):
             raise TypeError(f"layer: expected a CompressedLinear, got {type(layer).__name__}")
@@ -486,21 +515,25 @@ class TurboLinear(nn.Module):
         self.codec = layer.codec
         self.projector = projector
         self.refresh = refresh
-        m, d = self.out_features, self.in_features
-        r = min(projector.rank, m, d)
-        side = projector.side_for(m, d)
-        shape = (m, r) if side == "right" else (r, d)
-        # a leaf of the projected gradient's shape over one element (zero strides): autograd accumulates
-        # low.grad, the layer itself holds no (m, r) buffer
-        one = torch.zeros(1, dtype=torch.float32, device=self.weight.device)
-        self.low = one.as_strided(shape, (0, 0)).requires_grad_()
+        self.prefer_right = bool(prefer_right)
         self.need_refresh = True
-        self.side = side
+        self._set_side(projector.side_for(self.out_features, self.in_features))
         self.schedule = schedule
         self.share_basis = False
         self.drop_residual = False
         self._settled = False
         self._pt: tuple[Tensor, Tensor] | None = None  # (P, Pᵀ contiguous) for _galore_basis
+
+    def _set_side(self, side: str) -> None:
+        """Projection side and the ``low`` leaf of its shape ((m, r) right, (r, d) left)."""
+        m, d = self.out_features, self.in_features
+        r = min(self.projector.rank, m, d)
+        shape = (m, r) if side == "right" else (r, d)
+        # a leaf of the projected gradient's shape over one element (zero strides): autograd accumulates
+        # low.grad, the layer itself holds no (m, r) buffer
+        one = torch.zeros(1, dtype=torch.float32, device=self.weight.device)
+        self.low = one.as_strided(shape, (0, 0)).requires_grad_()
+        self.side = side
 
     def _galore_basis(self, u: Tensor) -> Tensor:
         """Between refreshes, a shared right-projected layer encodes X in ``Pᵀ = U·V_r`` itself (d, r):
@@ -522,6 +555,13 @@ class TurboLinear(nn.Module):
             return
         r = self.low.shape[1] if self.side == "right" else self.low.shape[0]
         fits = cfg.rank >= r  # P = (U·V_r)ᵀ needs r <= r_s, else the refresh falls back to the gradient's SVD
+        if (
+            self.prefer_right and fits and self.side == "left" and self.projector.ortho is None
+            and self.refresh == "shared" and self.schedule != "none" and right_state_fits(self.out_features, self.in_features, r)
+        ):  # fmt: skip
+            # proj_type="auto": a left-projected layer that can share goes right (before any projection)
+            self.projector.proj_type = "right"
+            self._set_side("right")
         right = self.side == "right" and fits
         self.share_basis = self.schedule == "all" or right
         self.drop_residual = right and self.refresh == "shared"
@@ -576,7 +616,7 @@ def galore_turbo(
     rank: int = 128,
     update_proj_gap: int = 200,
     scale: float = 0.25,
-    proj_type: str = "std",
+    proj_type: str = "auto",
     refresh: str = "shared",
     share_schedule: bool | str = "auto",
     lr: float = 1e-3,
@@ -593,8 +633,18 @@ def galore_turbo(
     Parameters
     ----------
     model : nn.Module with at least one CompressedLinear
-    rank, update_proj_gap, scale, proj_type
-        GaLore's settings (``proj_type`` "std", "left" or "right").
+    rank, update_proj_gap, scale
+        GaLore's settings.
+    proj_type : {"auto", "std", "left", "right"}, default="auto"
+        GaLore's projection side: "std" (right when m >= d, else left), "left", "right" as in galore_torch.
+        "auto": "std", except that a layer "std" would project on the left (m < d) is projected on the right
+        when it shares the schedule (``refresh="shared"``, ``share_schedule`` not "none", STAC-R rank >= the
+        GaLore rank) and the right layout's optimizer state (Adam moments (m, r) + P (r, d)) is within 1% of
+        the left one's (moments (r, d) + P (m, r)), which m < d always gives (it is smaller). Such a layer
+        then gets the exact, refresh-free projection of the right-projected layers instead of a per-batch
+        STAC-R refresh (the side is settled at the layer's first forward, once its STAC-R plan is known;
+        ``TurboLinear.side`` reads "left" until then). With ``refresh="svd"`` or ``share_schedule="none"``,
+        "auto" is "std".
     refresh : {"shared", "svd"}, default="shared"
         "shared": refresh ``P`` from the SVD of the (m, r_s) matrix ``Gᵀ·deq(C)`` in backward (never forms
         the full gradient); "svd": GaLore's SVD of the full gradient on refresh steps, which gives the same
@@ -635,8 +685,8 @@ def galore_turbo(
         raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     if refresh not in _REFRESH:
         raise ValueError(f"refresh: must be one of {_REFRESH}, got {refresh!r}")
-    if proj_type not in _PROJ_TYPES:
-        raise ValueError(f"proj_type: must be one of {_PROJ_TYPES}, got {proj_type!r}")
+    if proj_type not in ("auto", *_PROJ_TYPES):
+        raise ValueError(f"proj_type: must be one of {('auto', *_PROJ_TYPES)}, got {proj_type!r}")
     _check_int("rank", rank, 1)
     _check_int("update_proj_gap", update_proj_gap, 1)
     if isinstance(share_schedule, bool):
@@ -652,11 +702,12 @@ def galore_turbo(
     layers = [(n, m) for n, m in model.named_modules() if isinstance(m, CompressedLinear)]
     if not layers:
         raise ValueError("model: has no CompressedLinear layer (wrap it with thrifty.compress.stac_r first)")
+    galore_type = "std" if proj_type == "auto" else proj_type  # "auto" flips sides per layer in TurboLinear
     turbo: dict[int, TurboLinear] = {}
     for _name, layer in layers:
         if id(layer) not in turbo:
-            proj = GaLoreProjector(rank, update_proj_gap=update_proj_gap, scale=scale, proj_type=proj_type)
-            turbo[id(layer)] = TurboLinear(layer, proj, refresh, schedule)
+            proj = GaLoreProjector(rank, update_proj_gap=update_proj_gap, scale=scale, proj_type=galore_type)
+            turbo[id(layer)] = TurboLinear(layer, proj, refresh, schedule, prefer_right=proj_type == "auto")
     for parent in list(model.modules()):
         for child_name, child in list(parent._modules.items()):
             if child is not None and id(child) in turbo and isinstance(child, CompressedLinear):
@@ -666,7 +717,7 @@ def galore_turbo(
     others = [p for p in model.parameters() if id(p) not in galore_ids]
     groups: list[dict[str, Any]] = [{"params": others}] if others else []
     groups.append({"params": galore_params, "rank": rank, "update_proj_gap": update_proj_gap, "scale": scale,
-                   "proj_type": proj_type})  # fmt: skip
+                   "proj_type": galore_type})  # fmt: skip
     opt = GaLoreAdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     opt._turbo = {t.weight: t for t in turbo.values()}
     return opt
