@@ -398,7 +398,7 @@ def _plan(
     u = eig.basis(max(c.rank for c in candidates))
     errors = [_relative_error(x32, u, c) for c in candidates]
     pick = _pick(candidates, errors, d)
-    if capped and ov.get("fidelity_floor", CAP_FLOOR_COS) > 0:
+    if capped and max_rank is not None and ov.get("fidelity_floor", CAP_FLOOR_COS) > 0:
         # Fidelity floor, judged as the trained layer meets a batch: a basis from other rows (the even rows of
         # up to _LIFT_ROWS rows of the batch), refreshed once on the batch (the shipped subspace iteration),
         # the error on the whole batch. The 512 planning rows alone flatter a rank near 512.
