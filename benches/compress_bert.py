@@ -26,8 +26,10 @@ are the same for every run, so the runs are paired:
 - ``stac_r``: ``stac_r(model, ratio=R, layers=<every nn.Linear under bert.encoder>)`` - every Linear of the
   encoder (q, k, v, attention output, intermediate, output) saves its input as STAC-R factors;
 - ``stac_r-uncapped`` (``--runs exact,stac_r,stac_r-uncapped``): the same with ``compute_budget=math.inf``,
-  so the byte budget alone sets every layer's plan (the default caps each rank at 0.25 x out_features, which
-  leaves the attention and FFN-output layers at rank 96 with no residual);
+  so the byte budget alone sets every layer's plan (the default caps each rank at 0.25 x out_features, i.e.
+  96 for the attention and FFN-output layers, except where the cap's fidelity floor lifts it);
+- ``stac_r-cap-only`` (only in ``--combine``): saved ``stac_r`` runs made before the compute cap got its
+  fidelity floor (renamed ``seed<S>_stac_r-cap-only.pt``), to compare the two defaults on the same exact runs;
 - ``stac_r+hooks`` (``--hooks``): additionally :func:`compress_saved` (ratio ``--hook-ratio``) for the
   activations of the other ops (GELU input, softmax output, LayerNorm input, ...).
 
@@ -407,7 +409,9 @@ def main() -> None:
                   f"{r['args']['curve_windows']} test windows) {' '.join(f'{s}:{a:.1f}' for s, a in r['curve'])}")  # fmt: skip
             if r["fidelity"]:
                 print_fidelity(r)
-        kinds = [k for k in ("exact", "stac_r", "stac_r-uncapped", "stac_r+hooks") if any(k in v for v in results.values())]
+        # stac_r-cap-only: saved stac_r runs of the default before the cap's fidelity floor (the compute cap alone)
+        known = ("exact", "stac_r", "stac_r-cap-only", "stac_r-uncapped", "stac_r+hooks")
+        kinds = [k for k in known if any(k in v for v in results.values())]
         summary(dict(results), sorted(results), kinds, test_y)
         return
     seeds = [int(s) for s in args.seeds.split(",")]

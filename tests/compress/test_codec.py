@@ -8,7 +8,15 @@ import pytest
 import torch
 
 from thrifty.compress import _kernels
-from thrifty.compress._codec import CodecStats, LayerCodec, LayerConfig, plan_layer
+from thrifty.compress._codec import (
+    CAP_FLOOR_COS,
+    LIFT_TARGET_COS,
+    CodecStats,
+    LayerCodec,
+    LayerConfig,
+    _compute_cost,
+    plan_layer,
+)
 
 
 def _structured(n: int, d: int, rank: int, *, seed: int, noise: float = 0.05, decay: float = 0.85) -> torch.Tensor:
@@ -132,24 +140,80 @@ def test_plan_overrides() -> None:
 
 def test_plan_compute_cap_buys_precision_not_rank() -> None:
     """``max_rank`` caps the planned rank; the freed bytes go to bf16 coefficients, no residual is planned,
-    and the plan still fits the byte budget."""
+    and the plan still fits the byte budget (the fidelity floor off: ``fidelity_floor=0``)."""
     x = _structured(1024, 256, 200, seed=3, decay=0.99)
     free = plan_layer(x, 8.0)  # 128 bytes per row: int8 at rank 124
     assert (free.rank, free.coef) == (124, "int8")
-    cfg = plan_layer(x, 8.0, overrides={"max_rank": 40})
+    off = {"fidelity_floor": 0.0}
+    cfg = plan_layer(x, 8.0, overrides={"max_rank": 40, **off})
     assert (cfg.rank, cfg.coef, cfg.k) == (40, "bf16", 0)
     assert cfg.bytes_per_row(256) == 80 <= 256 * 4 / 8
     # a cap above the budget's rank changes nothing; a cap too tight for bf16 keeps int8
     assert plan_layer(x, 8.0, overrides={"max_rank": 500}) == free
-    tight = plan_layer(x, 32.0, overrides={"max_rank": 20})  # 32 bytes: bf16 at 20 does not fit
+    tight = plan_layer(x, 32.0, overrides={"max_rank": 20, **off})  # 32 bytes: bf16 at 20 does not fit
     assert (tight.rank, tight.coef) == (20, "int8") and tight.bytes_per_row(256) <= 32
     # pinned choices still win over the cap's preferences
-    pinned = plan_layer(x, 8.0, overrides={"max_rank": 40, "coef_dtype": "int8"})
+    pinned = plan_layer(x, 8.0, overrides={"max_rank": 40, "coef_dtype": "int8", **off})
     assert (pinned.rank, pinned.coef) == (40, "int8")
     with pytest.raises(ValueError, match="max_rank"):
         plan_layer(x, 8.0, overrides={"max_rank": 0})
     with pytest.raises(TypeError, match="max_rank"):
         plan_layer(x, 8.0, overrides={"max_rank": 2.5})
+    with pytest.raises(ValueError, match="fidelity_floor"):
+        plan_layer(x, 8.0, overrides={"fidelity_floor": 1.0})
+    with pytest.raises(TypeError, match="fidelity_floor"):
+        plan_layer(x, 8.0, overrides={"fidelity_floor": "high"})
+
+
+def _fresh_errors(first: torch.Tensor, later: list[torch.Tensor], overrides: dict[str, object]) -> tuple[LayerConfig, list[float]]:
+    """Plan a LayerCodec (ratio 8) on ``first``; the relative error ‖X - X̂‖²/‖X‖² of each later batch as the
+    layer stores it (basis refreshed on that batch, shipped encoder, decoded)."""
+    codec = LayerCodec(first.shape[1], ratio=8.0, overrides=overrides)
+    codec.basis_for(first)
+    errors = []
+    for xb in later:
+        u = codec.basis_for(xb)
+        packed = codec.encode(xb, u)
+        assert codec.config is not None
+        xhat = _kernels.decompress(u, *packed, d=xb.shape[1], block=codec.config.block, bits=codec.config.bits)
+        errors.append(float((xb - xhat).square().sum() / xb.square().sum()))
+    assert codec.config is not None
+    return codec.config, errors
+
+
+def test_plan_fidelity_floor_lifts_the_cap_only_where_it_costs_fidelity() -> None:
+    """The compute cap's fidelity floor, measured on later batches of the same distribution: a capped layout
+    that loses more than 1 - 0.94² of the energy is replaced by the cheapest in-budget layout that keeps the
+    error under the floor; a capped layout that is faithful stays as it is."""
+    floor_eps2 = 1.0 - CAP_FLOOR_COS**2
+    # flat spectrum (200 directions, decay 0.985): rank 40 of 256 loses ~30% of the energy
+    x = _structured(2048, 256, 200, seed=3, decay=0.985)
+    first, later = x[:1024], [x[1024:]]
+    capped, e_capped = _fresh_errors(first, later, {"max_rank": 40, "fidelity_floor": 0.0})
+    assert (capped.rank, capped.coef) == (40, "bf16") and min(e_capped) > 2 * floor_eps2
+    lifted, e_lifted = _fresh_errors(first, later, {"max_rank": 40})
+    assert lifted.bytes_per_row(256) <= 256 * 4 / 8
+    assert max(e_lifted) < 1.0 - LIFT_TARGET_COS**2 < floor_eps2
+    free, _ = _fresh_errors(first, later, {})
+    assert _compute_cost(lifted) <= _compute_cost(free)
+    # heavy-tailed entries (3% spikes on a rank-64 signal, d = 1024 like an FFN output): the cheapest way back
+    # over the floor is a top-k residual, far below the compute of the budget's full rank
+    g = torch.Generator().manual_seed(5)
+    x = _structured(2048, 1024, 64, seed=4, decay=0.95, noise=0.02)
+    x = x + (torch.rand(x.shape, generator=g) < 0.03) * torch.randn(x.shape, generator=g)
+    first, later = x[:1024], [x[1024:]]
+    _, e_capped = _fresh_errors(first, later, {"max_rank": 64, "fidelity_floor": 0.0})
+    lifted, e_lifted = _fresh_errors(first, later, {"max_rank": 64})
+    free, e_free = _fresh_errors(first, later, {})
+    assert min(e_capped) > 0.5 and lifted.k > 0 and lifted.bytes_per_row(1024) <= 1024 * 4 / 8
+    assert max(e_lifted) < floor_eps2 and max(e_lifted) < min(e_free)
+    assert _compute_cost(lifted) < _compute_cost(free) / 2
+    # a steep spectrum: the capped layout is faithful, the floor leaves it alone
+    x = _structured(2048, 256, 200, seed=3, decay=0.97)
+    first, later = x[:1024], [x[1024:]]
+    kept, e_kept = _fresh_errors(first, later, {"max_rank": 40})
+    assert kept == _fresh_errors(first, later, {"max_rank": 40, "fidelity_floor": 0.0})[0]
+    assert (kept.rank, kept.coef) == (40, "bf16") and max(e_kept) < floor_eps2
 
 
 def test_plan_rejects_bad_input() -> None:

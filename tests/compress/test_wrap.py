@@ -110,7 +110,13 @@ def test_compute_budget_caps_the_planned_rank() -> None:
     """rank <= max(32, compute_budget * out_features); inf turns the cap off; per-layer values; bad values."""
     d_in, d_out = 512, 160
     lin = nn.Linear(d_in, d_out)
-    x = torch.randn(256, d_in)  # isotropic: the byte budget alone would buy int8 at rank 252
+    # a decaying spectrum (variances 0.81^i) plus weak noise: the byte budget alone would buy int8 at rank
+    # 252, and the capped ranks keep the signal (an isotropic batch would trip the cap's fidelity floor,
+    # see test_codec)
+    g = torch.Generator().manual_seed(0)
+    basis = torch.linalg.qr(torch.randn(d_in, 300, generator=g)).Q
+    sd = 0.9 ** torch.arange(300, dtype=torch.float32)
+    x = (torch.randn(256, 300, generator=g) * sd) @ basis.T + 0.01 * torch.randn(256, d_in, generator=g)
     ranks = {}
     for budget in (None, 0.25, 0.5, 0.01, math.inf):
         layer = CompressedLinear(copy.deepcopy(lin), ratio=8, compute_budget=budget)

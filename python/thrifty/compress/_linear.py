@@ -206,9 +206,13 @@ class CompressedLinear(nn.Module):
     compute_budget : float > 0, default=DEFAULT_COMPUTE_BUDGET (0.25)
         Compute cap of the plan: the planned rank is at most ``max(32, compute_budget * out_features)``,
         so the per-step basis refresh and projection (~3·n·in_features·r FLOPs) stay a fixed share of the
-        layer's own GEMMs (3·n·in_features·out_features); the bytes the cap frees buy bf16 coefficients or
-        a denser residual. ``math.inf`` turns the cap off (the byte budget alone sets the rank). Ignored
-        when ``rank`` is pinned.
+        layer's own GEMMs (3·n·in_features·out_features); the bytes the cap frees buy bf16 coefficients.
+        Fidelity floor: a layer whose capped layout predicts a gradient cosine below 0.94 on its first
+        batch (too flat a spectrum for the capped rank, e.g. BERT's FFN output and early q/k/v) has the cap
+        lifted and takes the cheapest layout within the byte budget that predicts 0.97 - a higher rank, or
+        a top-k residual where that is cheaper (see :func:`~thrifty.compress._codec.plan_layer`).
+        ``math.inf`` turns the cap off (the byte budget alone sets the rank). Ignored when ``rank`` is
+        pinned.
     exact : bool, default=False
         Keep the whole activation through the same path (``U = I``, fp32 coefficients, no residual): the
         gradients equal the uncompressed layer's.

@@ -65,7 +65,9 @@ def stac_r(
         names or glob patterns to values (the first matching key wins; layers without a match are planned
         from the budget). ``rank`` must be smaller than the layer's ``in_features``. ``compute_budget``
         (default 0.25, ``math.inf`` = off) caps each planned rank at ``max(32, compute_budget * out_features)`` so
-        the basis refresh costs a bounded share of the layer's own GEMMs.
+        the basis refresh costs a bounded share of the layer's own GEMMs, except where the capped layout would
+        predict a gradient cosine below 0.94 on the first batch: that layer takes the cheapest layout in its
+        byte budget predicting 0.97 (the cap's fidelity floor, see :class:`CompressedLinear`).
     exact : bool, default=False
         Keep the whole activation through the same code path (identity basis, fp32 coefficients, no
         residual): gradients equal the uncompressed model's. For testing the machinery, not for saving memory.
