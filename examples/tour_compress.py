@@ -19,6 +19,7 @@ def run(output_dir: Path) -> None:
     from tiny_gpt import GPT, GPTConfig, get_batch, load_corpus, make_optimizer
 
     from thrifty.compress import compression_report, stac_r
+    from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET
 
     torch.manual_seed(0)
     cfg = GPTConfig(n_layer=2, n_embd=128, n_head=4, block_size=64)
@@ -31,7 +32,9 @@ def run(output_dir: Path) -> None:
     # 1) Train the exact model; at every step compare the weight gradients each method recovers from its
     #    compressed copy of every Linear's input (the benchmark benches/compress_gpt.py, in miniature).
     cap = Capture(model)
-    frontier = Frontier({n: m.in_features for n, m in cap.linears}, ratios, seed=0)
+    widths = {n: m.in_features for n, m in cap.linears}
+    outs = {n: m.out_features for n, m in cap.linears}
+    frontier = Frontier(widths, ratios, 0, outs, DEFAULT_COMPUTE_BUDGET)  # stac_r's default compute cap
     steps = 30
     t0 = time.perf_counter()
     for step in range(steps):

@@ -29,7 +29,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
@@ -37,6 +37,7 @@ from torch import Tensor, nn
 
 from thrifty.compress import _checks, _kernels
 from thrifty.compress._codec import LayerCodec, LayerConfig
+from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, MIN_CAPPED_RANK
 from thrifty.compress._linear import CompressedLinear
 
 __all__ = ["LayerPrediction", "PredictConfig", "SSPReport", "predict"]
@@ -64,12 +65,17 @@ class PredictConfig:
         forced wrapping of such layers with :meth:`SSPReport.predicted_change`.
     train : bool, default=True
         Run the dry run in training mode (dropout on); the modules' modes are restored afterwards.
+    compute_budget : float > 0, default=0.25
+        The compute cap of the plan, as ``stac_r(compute_budget=...)`` (rank at most
+        ``max(32, compute_budget · out_features)``, with its fidelity floor; ``math.inf`` = no cap), so the
+        predicted bytes are those of the plan ``stac_r`` builds with the same argument.
     """
 
     ratio: float = 8.0
     layers: Any = None
     plan_all: bool | tuple[str, ...] = False
     train: bool = True
+    compute_budget: float = DEFAULT_COMPUTE_BUDGET
 
 
 @dataclass(frozen=True)
@@ -389,9 +395,11 @@ def _config(config: Any) -> PredictConfig:
     elif isinstance(config, numbers.Real) and not isinstance(config, bool):
         cfg = PredictConfig(ratio=float(config))
     elif isinstance(config, Mapping):
-        unknown = set(config) - {"ratio", "layers", "plan_all", "train"}
+        unknown = set(config) - {"ratio", "layers", "plan_all", "train", "compute_budget"}
         if unknown:
-            raise ValueError(f"config: unknown keys {sorted(unknown)}; allowed: ratio, layers, plan_all, train")
+            raise ValueError(
+                f"config: unknown keys {sorted(unknown)}; allowed: ratio, layers, plan_all, train, compute_budget"
+            )
         cfg = PredictConfig(**dict(config))
     else:
         raise TypeError(f"config: expected a PredictConfig, a dict, a ratio or None, got {type(config).__name__}")
@@ -402,9 +410,10 @@ def _config(config: Any) -> PredictConfig:
         names = tuple(cfg.plan_all)
         if not all(isinstance(n, str) for n in names):
             raise TypeError("config.plan_all: expected layer names (str)")
-        cfg = PredictConfig(ratio=cfg.ratio, layers=cfg.layers, plan_all=names, train=cfg.train)
+        cfg = replace(cfg, plan_all=names)
     _checks.check_bool("config.train", cfg.train)
-    return cfg
+    budget = _checks.check_compute_budget(cfg.compute_budget, " (config.compute_budget)")
+    return replace(cfg, compute_budget=DEFAULT_COMPUTE_BUDGET if budget is None else budget)
 
 
 def _optimizer_state(model: nn.Module, optimizer: Any) -> tuple[int, str]:
@@ -816,7 +825,11 @@ def _predict(
                 continue
             lin = modules[n]
             assert isinstance(lin, nn.Linear)
-            codec = LayerCodec(lin.in_features, None, cfg.ratio, seed=0, layer_index=i)
+            # the compute cap CompressedLinear applies with the same compute_budget (same plan, same bytes)
+            cap = {} if not math.isfinite(cfg.compute_budget) else {
+                "max_rank": max(MIN_CAPPED_RANK, int(cfg.compute_budget * lin.out_features))
+            }
+            codec = LayerCodec(lin.in_features, None, cfg.ratio, seed=0, layer_index=i, overrides=cap)
             try:
                 x2d = x_of[n][0].reshape(-1, lin.in_features)
                 with torch.no_grad():
