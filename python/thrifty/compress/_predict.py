@@ -37,8 +37,7 @@ from torch import Tensor, nn
 
 from thrifty.compress import _checks, _kernels
 from thrifty.compress._codec import LayerCodec, LayerConfig
-from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, MIN_CAPPED_RANK
-from thrifty.compress._linear import CompressedLinear
+from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, MIN_CAPPED_RANK, CompressedLinear
 
 __all__ = ["LayerPrediction", "PredictConfig", "SSPReport", "predict"]
 
