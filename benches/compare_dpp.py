@@ -87,24 +87,20 @@ def projection_vs_dppy(n: int, p: int) -> None:
         default_one_off()
         cpu.append(time.process_time() - c0)
     c_default = statistics.median(cpu)
-    after = []
-    for _ in range(15):
-        other_numpy_work()
-        t0 = time.perf_counter()
-        default_one_off()
-        after.append(time.perf_counter() - t0)
-    t_after = statistics.median(after)
-    # The same loop for the lower bounds: no check (one read of U + the sample) and NumPy's own
-    # single read of U (what any O(Np) check costs at least, here, after the same NumPy work).
-    floors = {}
-    for name, f in (("unchecked", unchecked_one_off), ("numpy_read", numpy_read), ("copied", copied_one_off)):
+    def after_numpy_work(f: Callable[[], Any]) -> float:  # median of 15, each right after other_numpy_work()
         ts = []
         for _ in range(15):
             other_numpy_work()
             t0 = time.perf_counter()
             f()
             ts.append(time.perf_counter() - t0)
-        floors[name] = statistics.median(ts)
+        return statistics.median(ts)
+
+    t_after = after_numpy_work(default_one_off)
+    # The same loop for the lower bounds: no check (one read of U + the sample) and NumPy's own
+    # single read of U (what any O(Np) check costs at least, here, after the same NumPy work).
+    floors = {name: after_numpy_work(f) for name, f in
+              (("unchecked", unchecked_one_off), ("numpy_read", numpy_read), ("copied", copied_one_off))}
     # Diagnostic only (the target line above keeps the default BLAS threads): the same loop with
     # A @ A on one OpenBLAS thread, so no BLAS worker is left spinning on the second core.
     t_after_1blas = float("nan")
