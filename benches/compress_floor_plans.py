@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "benches"))
 sys.path.insert(0, str(ROOT / "examples"))
 
 from thrifty.compress._codec import LayerConfig, _compute_cost, _plan, _Refreshed  # noqa: E402
-from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, MIN_CAPPED_RANK  # noqa: E402
+from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, compute_cap  # noqa: E402
 
 
 def _desc(c: LayerConfig, d: int, sim: _Refreshed) -> str:
@@ -41,7 +41,7 @@ def _desc(c: LayerConfig, d: int, sim: _Refreshed) -> str:
 
 def show(tag: str, name: str, x: torch.Tensor, out_features: int, ratio: float, ref_mult: float) -> None:
     d = x.shape[1]
-    cap = {"max_rank": max(MIN_CAPPED_RANK, int(DEFAULT_COMPUTE_BUDGET * out_features))}
+    cap = compute_cap(DEFAULT_COMPUTE_BUDGET, out_features)
     old, _ = _plan(x, ratio, overrides={**cap, "fidelity_floor": 0.0}, reference_bytes_per_row=ref_mult * d)
     new, _ = _plan(x, ratio, overrides=cap, reference_bytes_per_row=ref_mult * d)
     sim = _Refreshed(x[:: max(1, math.ceil(x.shape[0] / 1024))].to(torch.float32).contiguous())

@@ -64,7 +64,7 @@ from thrifty.compress import (
     unwrap,
 )
 from thrifty.compress._codec import LayerCodec
-from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, MIN_CAPPED_RANK
+from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, compute_cap
 
 METHODS = ("STAC-R", "SVD", "random")
 
@@ -109,10 +109,7 @@ class Frontier:
         self.ratios = ratios
         self.seed = seed
         # the same compute cap as stac_r/CompressedLinear: planned rank <= max(32, compute_budget * out_features)
-        caps = {
-            name: {} if not math.isfinite(compute_budget) else {"max_rank": max(MIN_CAPPED_RANK, int(compute_budget * outs[name]))}
-            for name in widths
-        }
+        caps = {name: compute_cap(compute_budget, outs[name]) for name in widths}
         self.codecs = {
             (ratio, name): LayerCodec(d, ratio=ratio, seed=seed, layer_index=i, reference_bytes_per_row=2.0 * d,
                                       overrides=caps[name])

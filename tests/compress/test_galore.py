@@ -128,6 +128,21 @@ def _batches(n: int) -> list[torch.Tensor]:
     return [_structured(128, 32, 6, seed=100 + i) for i in range(n)]
 
 
+def _train_recording_bases(
+    runs: list[tuple[nn.Module, torch.optim.Optimizer]], layers: list[TurboLinear], steps: int
+) -> list[list[torch.Tensor]]:
+    """``steps`` training steps of every (model, optimizer) pair on the same batches; after each step, the
+    STAC-R basis of each of ``layers``."""
+    bases: list[list[torch.Tensor]] = []
+    for x in _batches(steps):
+        for model, opt in runs:
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+        bases.append([t.codec.u for t in layers])
+    return bases
+
+
 def test_turbo_svd_refresh_gives_the_unshared_updates() -> None:
     wrapped = stac_r(_mlp(), ratio=4, seed=0)
     twin = copy.deepcopy(wrapped)
@@ -177,12 +192,7 @@ def test_shared_schedule_refreshes_stac_basis_with_galore() -> None:
     wrapped = stac_r(_mlp(), ratio=4, seed=0)
     opt = galore_turbo(wrapped, rank=4, update_proj_gap=3, refresh="shared", share_schedule=True, lr=1e-3)
     layers = [m for m in wrapped.modules() if isinstance(m, TurboLinear)]
-    bases: list[list[torch.Tensor]] = []
-    for x in _batches(4):
-        opt.zero_grad()
-        wrapped(x).square().mean().backward()
-        opt.step()
-        bases.append([t.codec.u for t in layers])
+    bases = _train_recording_bases([(wrapped, opt)], layers, 4)
     for i, layer in enumerate(layers):  # "all" (True): every layer, left-projected ones included
         assert layer.share_basis
         assert bases[1][i] is bases[0][i] and bases[2][i] is bases[0][i]  # planned at step 0, kept for 1, 2
@@ -200,12 +210,7 @@ def test_default_schedule_shares_right_projected_layers_only() -> None:
     opt = galore_turbo(wrapped, rank=4, update_proj_gap=3, proj_type="std")  # GaLore's sides kept
     layers = [m for m in wrapped.modules() if isinstance(m, TurboLinear)]
     assert [t.side for t in layers] == ["right", "left", "left"]  # (96, 32), (32, 96), (8, 32) weights
-    bases: list[list[torch.Tensor]] = []
-    for x in _batches(4):
-        opt.zero_grad()
-        wrapped(x).square().mean().backward()
-        opt.step()
-        bases.append([t.codec.u for t in layers])
+    bases = _train_recording_bases([(wrapped, opt)], layers, 4)
     right, lefts = layers[0], layers[1:]
     assert right.share_basis and right.drop_residual
     assert right.codec.config is not None and right.codec.config.k == 0  # no residual stored
@@ -227,13 +232,7 @@ def test_auto_side_projects_left_layers_on_the_right_when_they_can_share() -> No
     opt_std = galore_turbo(std, rank=4, update_proj_gap=3, proj_type="std")
     layers = [m for m in wrapped.modules() if isinstance(m, TurboLinear)]
     assert [t.side for t in layers] == ["right", "left", "left"]  # GaLore's sides until the plan is known
-    bases: list[list[torch.Tensor]] = []
-    for x in _batches(4):
-        for model, o in ((wrapped, opt), (std, opt_std)):
-            o.zero_grad()
-            model(x).square().mean().backward()
-            o.step()
-        bases.append([t.codec.u for t in layers])
+    bases = _train_recording_bases([(wrapped, opt), (std, opt_std)], layers, 4)
     flipped = 0
     for i, t in enumerate(layers):
         cfg = t.codec.config

@@ -346,14 +346,7 @@ def _plan(
     refresh_every = int(ov.get("refresh_every", 1))
     stochastic = bool(ov.get("stochastic", False))
     coefs = (ov["coef"],) if "coef" in ov else ("int8", "bf16")
-    if "residual_density" in ov:
-        dens = float(ov["residual_density"])
-        k_fix = 0 if dens == 0 else max(1, min(block, round(dens * block)))
-        bits_opts = (ov["bits"],) if "bits" in ov else (8, 4)
-        residuals = tuple((k_fix, b) for b in bits_opts) if k_fix else ((0, 8),)
-    else:
-        residuals = tuple((k, b) for k, b in _PLAN_RESIDUALS if "bits" not in ov or k == 0 or b == ov["bits"])
-        residuals = tuple((min(k, block), b) for k, b in residuals)
+    residuals = _residual_options(ov, block, _PLAN_RESIDUALS)
     pinned_rank = ov.get("rank")
     if pinned_rank is not None:
         if isinstance(pinned_rank, bool) or not isinstance(pinned_rank, int):
@@ -398,7 +391,8 @@ def _plan(
     u = eig.basis(max(c.rank for c in candidates))
     errors = [_relative_error(x32, u, c) for c in candidates]
     pick = _pick(candidates, errors, d)
-    if capped and max_rank is not None and ov.get("fidelity_floor", CAP_FLOOR_COS) > 0:
+    floor = float(ov.get("fidelity_floor", CAP_FLOOR_COS))
+    if capped and max_rank is not None and floor > 0:
         # Fidelity floor, judged as the trained layer meets a batch: a basis from other rows (the even rows of
         # up to _LIFT_ROWS rows of the batch), refreshed once on the batch (the shipped subspace iteration),
         # the error on the whole batch. The 512 planning rows alone flatter a rank near 512.
@@ -409,8 +403,7 @@ def _plan(
             sim = _Refreshed(xl, eig if plan_stride == 2 * stride else None)
             e_cap = sim.error(candidates[pick])
             lifted = _lift_candidates(d, budget, int(max_rank), coefs, block, refresh_every, stochastic, ov)
-            floor_eps2 = 1.0 - float(ov.get("fidelity_floor", CAP_FLOOR_COS)) ** 2
-            if e_cap > floor_eps2 and lifted:  # the capped layout predicts a gradient cosine below the floor
+            if e_cap > 1.0 - floor**2 and lifted:  # the capped layout predicts a gradient cosine below the floor
                 lift_errors = [sim.error(c) for c in lifted]
                 best = min(lift_errors)
                 if best <= e_cap / _LIFT_GAIN:
@@ -431,6 +424,19 @@ def _pick(candidates: list[LayerConfig], errors: list[float], d: int) -> int:
     return min(near, key=lambda i: (-candidates[i].rank, candidates[i].bytes_per_row(d), errors[i]))
 
 
+def _residual_options(
+    ov: Mapping[str, Any], block: int, options: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int], ...]:
+    """The (k per block, bits) residual layouts a plan tries: the pinned ``residual_density`` (and bits), else
+    ``options`` restricted to a pinned ``bits``, with k at most the block."""
+    if "residual_density" in ov:
+        dens = float(ov["residual_density"])
+        k_fix = 0 if dens == 0 else max(1, min(block, round(dens * block)))
+        bits_opts = (ov["bits"],) if "bits" in ov else (8, 4)
+        return tuple((k_fix, b) for b in bits_opts) if k_fix else ((0, 8),)
+    return tuple((min(k, block), b) for k, b in options if "bits" not in ov or k == 0 or b == ov["bits"])
+
+
 def _compute_cost(cfg: LayerConfig) -> int:
     """Per-row compute of a layout in basis columns (see _RES_COST_BASE): rank + the residual's cost."""
     return cfg.rank + (_RES_COST_BASE + _RES_COST_PER_K * cfg.k if cfg.k else 0)
@@ -444,12 +450,7 @@ def _lift_candidates(
     rank the bytes allow, without or with a top-k residual of up to 32 entries per block of 128 (int8
     coefficients: at equal rank bf16 adds bytes, not fidelity; pins in ``ov`` are respected)."""
     lift_coefs = coefs if "coef" in ov else ("int8",)
-    if "residual_density" in ov:
-        dens = float(ov["residual_density"])
-        k_fix = 0 if dens == 0 else max(1, min(block, round(dens * block)))
-        residuals = tuple((k_fix, b) for b in ((ov["bits"],) if "bits" in ov else (8, 4))) if k_fix else ((0, 8),)
-    else:
-        residuals = tuple((min(k, block), b) for k, b in _LIFT_RESIDUALS if "bits" not in ov or k == 0 or b == ov["bits"])
+    residuals = _residual_options(ov, block, _LIFT_RESIDUALS)
     out: list[LayerConfig] = []
     for coef in lift_coefs:
         for k, bits in dict.fromkeys(residuals):

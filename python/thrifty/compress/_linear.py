@@ -48,6 +48,15 @@ DEFAULT_COMPUTE_BUDGET = 0.25
 MIN_CAPPED_RANK = 32
 
 
+def compute_cap(compute_budget: float, out_features: int) -> dict[str, int]:
+    """The codec override of the compute cap for a layer with ``out_features`` outputs:
+    ``{"max_rank": max(MIN_CAPPED_RANK, compute_budget · out_features)}``, or ``{}`` for ``math.inf`` (no cap).
+    One definition for CompressedLinear, the predictor and the benchmarks, so they plan alike."""
+    if not math.isfinite(compute_budget):
+        return {}
+    return {"max_rank": max(MIN_CAPPED_RANK, int(compute_budget * out_features))}
+
+
 # --------------------------------------------------------------------------------------------------------
 # the custom op
 
@@ -316,8 +325,8 @@ class CompressedLinear(nn.Module):
         codec_overrides: dict[str, Any] = {_CODEC_KEYS[key]: value for key, value in overrides.items()}
         if self.stochastic and not self.exact:
             codec_overrides["stochastic"] = True
-        if not self.exact and "rank" not in overrides and math.isfinite(self.compute_budget):
-            codec_overrides["max_rank"] = max(MIN_CAPPED_RANK, int(self.compute_budget * linear.out_features))
+        if not self.exact and "rank" not in overrides:
+            codec_overrides.update(compute_cap(self.compute_budget, linear.out_features))
         self.codec = LayerCodec(
             d, None, None if self.exact else ratio_value, seed=self.seed, layer_index=layer_index,
             overrides=codec_overrides, exact=self.exact,

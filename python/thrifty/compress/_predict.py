@@ -29,7 +29,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import torch
@@ -37,7 +37,7 @@ from torch import Tensor, nn
 
 from thrifty.compress import _checks, _kernels
 from thrifty.compress._codec import LayerCodec, LayerConfig
-from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, MIN_CAPPED_RANK, CompressedLinear
+from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, CompressedLinear, compute_cap
 
 __all__ = ["LayerPrediction", "PredictConfig", "SSPReport", "predict"]
 
@@ -394,11 +394,10 @@ def _config(config: Any) -> PredictConfig:
     elif isinstance(config, numbers.Real) and not isinstance(config, bool):
         cfg = PredictConfig(ratio=float(config))
     elif isinstance(config, Mapping):
-        unknown = set(config) - {"ratio", "layers", "plan_all", "train", "compute_budget"}
+        allowed = [f.name for f in fields(PredictConfig)]
+        unknown = set(config) - set(allowed)
         if unknown:
-            raise ValueError(
-                f"config: unknown keys {sorted(unknown)}; allowed: ratio, layers, plan_all, train, compute_budget"
-            )
+            raise ValueError(f"config: unknown keys {sorted(unknown)}; allowed: {', '.join(allowed)}")
         cfg = PredictConfig(**dict(config))
     else:
         raise TypeError(f"config: expected a PredictConfig, a dict, a ratio or None, got {type(config).__name__}")
@@ -825,9 +824,7 @@ def _predict(
             lin = modules[n]
             assert isinstance(lin, nn.Linear)
             # the compute cap CompressedLinear applies with the same compute_budget (same plan, same bytes)
-            cap = {} if not math.isfinite(cfg.compute_budget) else {
-                "max_rank": max(MIN_CAPPED_RANK, int(cfg.compute_budget * lin.out_features))
-            }
+            cap = compute_cap(cfg.compute_budget, lin.out_features)
             codec = LayerCodec(lin.in_features, None, cfg.ratio, seed=0, layer_index=i, overrides=cap)
             try:
                 x2d = x_of[n][0].reshape(-1, lin.in_features)
