@@ -61,7 +61,7 @@ _MAX_BLOCK = 256
 _lock = threading.Lock()
 _modules: dict[str, Library] = {}
 _errors: dict[str, str] = {}
-_LOADERS = {"_stac_cpu": _native.load_cpu, "_stac_cuda": lambda: Library("thrifty_stac_cuda")}
+_LOADERS = {"_stac_cpu": _native.load_cpu, "_stac_cuda": _native.load_cuda}
 
 
 class Packed(NamedTuple):

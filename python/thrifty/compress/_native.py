@@ -139,3 +139,8 @@ def load_cpu() -> Library:
             raise RuntimeError("THRIFTY_CPU_KERNELS=avx2: this CPU lacks AVX2/FMA/BMI2 (x86-64-v3)")
         return base
     return Library("thrifty_stac_cpu_avx2")
+
+
+def load_cuda() -> Library:
+    """The CUDA kernels (loading needs no CUDA library: the runtime is static; calling them needs a driver)."""
+    return Library("thrifty_stac_cuda")
