@@ -38,6 +38,11 @@ else
   echo "== R package: skipped (R or testthat missing; scripts/setup.sh installs them) =="
 fi
 
+# --- packaging (issue 19, point 7): the wheel users install, built once, installed in a fresh venv and
+# smoke-tested from outside the tree (scripts/wheel_smoke.sh; ~1 min, nothing recompiled after setup.sh) ------
+echo "== wheel: build once, auditwheel show, install in a fresh venv, smoke test from outside the tree =="
+bash scripts/wheel_smoke.sh | grep -v "^ \{6,\}\|^$\|^System:\|^Python dependencies:\|^Native backends:"
+
 echo "== mypy --strict (python/thrifty) =="
 .venv/bin/python -m mypy
 
