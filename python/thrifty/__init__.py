@@ -6,7 +6,12 @@ then ``thrifty.cluster`` works and costs nothing until used):
 - :mod:`thrifty.cluster` — batched Hartigan k-means (:class:`~thrifty.cluster.HartiganKMeans`).
 - :mod:`thrifty.inference` — held-out tests for supervised subspaces (PLS, SPCA, probes).
 - :mod:`thrifty.dpp` — determinantal point process samplers, coresets and minibatches.
-- :mod:`thrifty.compress` — activation compression for PyTorch training (needs ``torch``).
+- :mod:`thrifty.compress` — activation compression for PyTorch training (needs ``torch``:
+  ``pip install 'thrifty[torch]'``).
+
+Extras: ``thrifty[torch]``, ``thrifty[dask]`` (the scale-out paths: dask[array] + distributed),
+``thrifty[plots]`` (matplotlib), ``thrifty[text]``, ``thrifty[all]``; a missing one raises an ImportError
+naming the extra.
 
 :func:`show_versions` prints the versions of thrifty, its dependencies and its native backends,
 for bug reports.
@@ -18,8 +23,12 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from thrifty._core import __version__
-from thrifty._show_versions import show_versions
+from thrifty._cpu_check import check_cpu
+
+check_cpu()  # before the compiled core: an older CPU gets an ImportError naming what it lacks, not a SIGILL
+
+from thrifty._core import __version__  # noqa: E402
+from thrifty._show_versions import show_versions  # noqa: E402
 
 if TYPE_CHECKING:
     # redundant aliases: explicit re-exports for type checkers (the runtime import is lazy, below)

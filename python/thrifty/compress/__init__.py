@@ -22,6 +22,10 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
 Requires ``torch`` (``pip install thrifty[torch]``).
 """
 
+from thrifty._optional import require
+
+require("torch", "torch", "thrifty.compress")  # an ImportError naming the extra, not a bare "No module named"
+
 from thrifty.compress._galore import (
     GaLoreAdamW,
     GaLoreProjector,
