@@ -59,8 +59,9 @@ if ! command -v Rscript >/dev/null 2>&1 || ! Rscript -e 'quit(status = !all(c("t
   fi
 fi
 cargo fetch -q 2>/dev/null || echo "setup: cargo fetch failed; the offline R build may fail" >&2
-# Build the extension in place (maturin develop installs the package in editable mode into .venv).
-VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^💻\|^🛠\|^✏" || true
+# Build the extension in place (maturin develop installs the package in editable mode into .venv; the wheel
+# backend, build_backend/thrifty_build.py, wraps maturin, hence its "build-backend is not maturin" note, dropped).
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^💻\|^🛠\|^✏\|build-backend. in pyproject.toml is not set to .maturin." || true
 $VPY -c "import thrifty._core" || { echo "setup: building thrifty._core failed" >&2; exit 1; }
 
 # ---- thrifty.compress kernels: CMake builds cpp/ (CPU always, baseline + AVX2 builds; CUDA when nvcc is found)
