@@ -123,7 +123,7 @@ class ConceptDirection:
         Wrong types for ``embeddings``/``corpus``/``lexicon``.
     ValueError
         ``y`` of the wrong length, NaN/inf or constant over the kept documents; no seed word with context;
-        ``window < 1``; ``sif_a <= 0``; fewer than 6 kept documents.
+        ``window < 1``; ``sif_a <= 0``. (Too few kept documents for the test is an error of ``fit``.)
 
     Examples
     --------
@@ -173,8 +173,6 @@ class ConceptDirection:
         self._ctx = _sif_contexts(embeddings, corpus, frozenset(seeds), self.window, self.sif_a)
         if not len(self._ctx.occ_doc):
             raise ValueError("lexicon: no seed word occurs in the corpus with a context word that has a vector")
-        if int(self._ctx.kept.sum()) < 6:
-            raise ValueError(f"lexicon: only {int(self._ctx.kept.sum())} documents hold a seed word with context; need >= 6")
         if np.ptp(self.y[self._ctx.kept]) == 0.0:
             raise ValueError("y is constant over the documents that hold a seed word; there is nothing to predict")
 
