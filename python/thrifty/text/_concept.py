@@ -25,12 +25,12 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from thrifty._validation import RandomState, check_float, check_finite_vector, check_int, seed_from_random_state
+from thrifty._validation import RandomState, check_finite_vector, check_float, check_int, seed_from_random_state
 from thrifty.text._corpus import Corpus
 from thrifty.text._direction import _unit, axes_of, fit_direction, poles_of, select_k_one_se
 from thrifty.text._embeddings import Embeddings, _unit_rows
 from thrifty.text._fit import ConceptFit
-from thrifty.text._results import Cluster, Contrast, FloatArray, GroupComparison, Poles, Snippet
+from thrifty.text._results import Cluster, Contrast, FloatArray, GroupComparison, Snippet
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ class ConceptDirection:
     >>> moods, fillers = ["friendly", "kind", "rude", "cold"], [f"thing{i}" for i in range(30)]
     >>> words = ["service"] + moods + fillers
     >>> vecs = rng.normal(size=(len(words), 16))
-    >>> vecs[5:] *= 0.5; vecs[1:3, 0] += 4; vecs[3:5, 0] -= 4  # the planted valence axis
+    >>> vecs[5:] *= 0.3; vecs[1:3, 0] += 4; vecs[3:5, 0] -= 4  # the planted valence axis
     >>> emb = Embeddings(words, vecs)
     >>> docs, y = [], []
     >>> for i in range(200):
@@ -173,6 +173,7 @@ class ConceptDirection:
         self._ctx = _sif_contexts(embeddings, corpus, frozenset(seeds), self.window, self.sif_a)
         if not len(self._ctx.occ_doc):
             raise ValueError("lexicon: no seed word occurs in the corpus with a context word that has a vector")
+        self._center = self._ctx.doc_vectors[self._ctx.kept].mean(axis=0)
         if np.ptp(self.y[self._ctx.kept]) == 0.0:
             raise ValueError("y is constant over the documents that hold a seed word; there is nothing to predict")
 
@@ -204,6 +205,7 @@ class ConceptDirection:
         n_clusters: int = 3,
         n_snippets: int = 5,
         vocabulary: Literal["corpus", "all"] = "corpus",
+        min_count: int = 1,
         random_state: RandomState = None,
         n_jobs: int | None = None,
         progress: bool | None = None,
@@ -228,7 +230,11 @@ class ConceptDirection:
         n_snippets : int, default=5
             Sentences per pole and per cluster.
         vocabulary : {"corpus", "all"}, default="corpus"
-            Pole words among the corpus tokens that have vectors, or the whole embedding vocabulary.
+            Pole words among the corpus tokens that have vectors (seeds left out), or the whole embedding
+            vocabulary. Cosines (poles, clusters, snippets, scores) are between vectors centred at the mean
+            of the candidate words (poles, clusters) or of the kept concept vectors (snippets, scores).
+        min_count : int, default=1
+            With ``vocabulary="corpus"``: pole words seen at least this often in the corpus.
 
         Returns
         -------
@@ -252,9 +258,9 @@ class ConceptDirection:
                 "n_jobs": n_jobs, "progress": progress}
         k, curve = self._choose_k(x, yk, n_components, k_max, opts)
         d = fit_direction(x, yk, k, opts)
-        cands = self._candidates(vocabulary)
+        cands = self._candidates(vocabulary, check_int(min_count, "min_count", 1))
         scores = np.full(self.corpus.n_docs, np.nan)
-        scores[self._ctx.kept] = _unit_rows(x) @ d.beta
+        scores[self._ctx.kept] = _unit_rows(x - x.mean(axis=0)) @ d.beta
         clusters = self._clusters(cands, d.beta, nn, nc, ns, seed)
         return ConceptFit(
             test=d.test, beta=d.beta, n_components=k, k_curve=curve,
@@ -281,19 +287,21 @@ class ConceptDirection:
             raise ValueError(f"n_components must be <= min(dim, n_kept_docs - 5) = {limit}, got {k}")
         return k, None
 
-    def _candidates(self, vocabulary: str) -> Embeddings:
+    def _candidates(self, vocabulary: str, min_count: int = 1) -> Embeddings:
+        """The pole words (centred at their mean, so cosines are not dominated by the shared component)."""
         if vocabulary == "all":
-            return self.embeddings
-        words = [w for w in self.corpus.vocabulary() if w in self.embeddings and w not in self.lexicon]
+            return self.embeddings.centered()
+        seeds = set(self.lexicon)
+        words = [w for w in self.corpus.vocabulary(min_count) if w in self.embeddings and w not in seeds]
         if not words:
-            raise ValueError("vocabulary='corpus': no corpus word has a vector; use vocabulary='all'")
-        return self.embeddings.subset(words)
+            raise ValueError(f"vocabulary='corpus': no corpus word seen >= {min_count} times has a vector")
+        return self.embeddings.subset(words).centered()
 
     def _snippets(self, direction: FloatArray, n: int) -> tuple[Snippet, ...]:
         if n == 0:
             return ()
         ctx = self._ctx
-        cos = _unit_rows(ctx.occ_vectors) @ _unit(direction)
+        cos = _unit_rows(ctx.occ_vectors - self._center) @ _unit(direction)
         out: list[Snippet] = []
         seen: set[str] = set()
         for o in np.argsort(-cos, kind="stable"):

@@ -2,8 +2,8 @@
 
 One place turns rows of embedding-space vectors ``X`` and an outcome ``y`` into: the held-out test
 (:func:`thrifty.inference.subspace_test`, PLS with k components), the full-data PLS fit
-(:class:`thrifty.inference.PLSInference`), the unit coefficient direction ``beta`` in embedding
-coordinates, its poles (nearest words of ``+beta`` / ``-beta``) and the varimax axes of the basis.
+(:class:`thrifty.inference.PLSInference`), the unit direction ``beta`` in embedding coordinates (the
+activation pattern ``X_c' ŷ`` of the fitted outcome, Haufe et al. 2014), its poles (nearest words of ``+beta`` / ``-beta``) and the varimax axes of the basis.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ class Direction:
     """A fitted direction: the test, the unit ``beta`` and the varimax axes (embedding coordinates)."""
 
     test: SubspaceTestResult
-    beta: FloatArray
-    axes: FloatArray  # (dim, k), unit columns signed to correlate non-negatively with y
+    beta: FloatArray  # (dim,) unit activation pattern of the fitted outcome
+    axes: FloatArray  # (dim, k) unit patterns of the varimax axis scores, signed to correlate non-negatively with y
     axes_r: FloatArray  # (k,) in-sample r of each axis score with y
 
 
@@ -42,16 +42,22 @@ def fit_direction(x: FloatArray, y: FloatArray, k: int, test_options: dict[str, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # fewer fitted components than k: the test says so too
         pls = PLSInference(n_components=k, test=False).fit(x, y)
-    beta = _unit(np.asarray(pls.coef_[0], dtype=np.float64))
+    # Read the fit through activation patterns (Haufe et al. 2014): the covariance of the raw vectors with the
+    # fitted outcome (beta) and with each varimax axis score. Unlike the coefficients (filters), patterns do
+    # not blow up along near-constant dimensions (contextual encoders have some: std ~1e-30 for MiniLM, which
+    # standardisation turns into unit-variance columns), so their cosines with word vectors mean something.
+    xc = x - x.mean(axis=0)
+    fitted = np.asarray(pls.predict(x), dtype=np.float64)
+    beta = _unit(xc.T @ (fitted - fitted.mean()))
     scale = np.where(pls.x_std_ > 0, pls.x_std_, np.inf)
     basis = np.asarray(pls.x_rotations_, dtype=np.float64)
     if k > 1:
         basis = varimax(basis).loadings
-    axes = basis / scale[:, None]  # gradient of the std-space score in raw embedding coordinates
-    scores = (x - x.mean(axis=0)) @ axes
+    scores = (xc / scale) @ basis
     r = np.array([_pearson(scores[:, j], y) for j in range(k)])
     sign = np.where(r < 0, -1.0, 1.0)
-    axes = np.column_stack([_unit(axes[:, j]) * sign[j] for j in range(k)])
+    patterns = xc.T @ (scores - scores.mean(axis=0))
+    axes = np.column_stack([_unit(patterns[:, j]) * sign[j] for j in range(k)])
     return Direction(test=test, beta=beta, axes=axes, axes_r=np.abs(r))
 
 

@@ -346,6 +346,15 @@ class Embeddings:
         return Embeddings([self.words[i] for i in rows], self.vectors[rows])
 
     # ---- normalisation and neighbours --------------------------------------------------------------
+    def centered(self) -> Embeddings:
+        """The vectors minus their mean (float64), as a new object.
+
+        Contextual encoders give every word a large shared component; cosines between centred vectors
+        are what the poles and scores of :mod:`thrifty.text` report.
+        """
+        v = np.asarray(self.vectors, dtype=np.float64)
+        return Embeddings(self.words, v - v.mean(axis=0))
+
     def normalize(self, *, l2: bool = True, abtt: int = 1) -> Embeddings:
         """All-but-the-top (Mu & Viswanath 2018) and L2 normalisation, as a new object.
 

@@ -24,7 +24,8 @@ class ConceptFit:
     test : SubspaceTestResult
         The held-out test of the k-component PLS subspace of the concept vectors.
     beta : ndarray of shape (dim,)
-        Unit direction in embedding coordinates along which the outcome grows.
+        Unit direction in embedding coordinates along which the outcome grows (the activation pattern
+        ``X_c' ŷ`` of the full-data PLS fit on the concept vectors).
     n_components : int
         k used (chosen by the one-SE rule with ``n_components="auto"``).
     k_curve : ndarray of shape (k_max, 2) or None
@@ -38,7 +39,8 @@ class ConceptFit:
     snippets : dict of str to tuple of Snippet
         ``"pos"`` / ``"neg"``: the sentences whose seed contexts align best with each pole.
     scores : ndarray of shape (n_docs,)
-        Cosine of each document's concept vector with ``beta`` (NaN for dropped documents).
+        Cosine of each document's concept vector (centred at the kept documents' mean) with ``beta``
+        (NaN for dropped documents).
     kept : ndarray of bool, shape (n_docs,)
     y : ndarray of shape (n_docs,)
     lexicon : tuple of str

@@ -51,7 +51,8 @@ def lexicon_test(
     The rows are the vectors of the lexicon words found in ``embeddings`` and the outcome their values
     (a word listed twice gets the mean of its values). The test is
     :func:`thrifty.inference.subspace_test` (PLS, ``n_components``); the direction and the varimax axes
-    come from the PLS fit on all words; their poles are the nearest words of the whole vocabulary.
+    come from the PLS fit on all words; their poles are the nearest words of the whole vocabulary by
+    cosine between vectors centred at the vocabulary mean.
 
     Parameters
     ----------
@@ -115,7 +116,8 @@ def lexicon_test(
     opts = {"method": method, "n_splits": n_splits, "n_perm": n_perm, "random_state": random_state,
             "n_jobs": n_jobs, "progress": progress}
     d = fit_direction(x, y, k, opts)
+    centred = embeddings.centered()
     return LexiconTestResult(
-        test=d.test, beta=d.beta, poles=poles_of(embeddings, d.beta, topn), axes=axes_of(embeddings, d, topn),
+        test=d.test, beta=d.beta, poles=poles_of(centred, d.beta, topn), axes=axes_of(centred, d, topn),
         words=tuple(found), missing=tuple(missing),
     )

@@ -45,8 +45,8 @@ class Axis:
     ----------
     index : int
     vector : ndarray of shape (dim,)
-        The axis in embedding coordinates (unit length), signed so that its score correlates
-        non-negatively with the outcome.
+        The axis's activation pattern in embedding coordinates (unit length), signed so that its score
+        correlates non-negatively with the outcome.
     r_outcome : float
         In-sample Pearson r between the axis score and the outcome (descriptive, not a test).
     poles : Poles
@@ -74,7 +74,8 @@ class LexiconTestResult:
     test : SubspaceTestResult
         The held-out test of the k-dimensional PLS subspace of the word vectors.
     beta : ndarray of shape (dim,)
-        Unit direction of the full-data PLS coefficients in embedding coordinates (outcome grows along it).
+        Unit direction in embedding coordinates along which the outcome grows: the activation pattern
+        ``X_c' ŷ`` of the full-data PLS fit (Haufe et al. 2014; robust to near-constant dimensions).
     poles : Poles
         Words nearest ``+beta`` and ``-beta``.
     axes : tuple of Axis

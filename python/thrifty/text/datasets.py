@@ -100,10 +100,9 @@ def minilm_dir() -> Path:
 _HEADER = re.compile(r"^(\S+) \(([^)]+)\) [^;]*; .*urgency=(\w+)", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*[*+-]\s+")
 _MAINTAINER = re.compile(r"^\s*\[.*\]\s*$")
-_URGENT = frozenset({"high", "critical", "emergency"})
 
 
-def debian_changelogs(root: str | Path = "/usr/share/doc") -> tuple[list[str], npt.NDArray[np.float64], list[str]]:
+def debian_changelogs(root: str | Path = "/usr/share/doc") -> tuple[list[str], list[str], list[str]]:
     """Every entry of the ``changelog.Debian.gz`` files under ``root``, with its urgency.
 
     An entry is the text between a ``package (version) dist; urgency=...`` header and its trailer
@@ -114,8 +113,9 @@ def debian_changelogs(root: str | Path = "/usr/share/doc") -> tuple[list[str], n
     -------
     texts : list of str
         The change descriptions (bullets joined by line breaks).
-    urgent : ndarray of shape (n_entries,)
-        1.0 for ``urgency=high``, ``critical`` or ``emergency``; 0.0 for ``low``/``medium``.
+    urgency : list of str
+        The upload's urgency, lower-cased (``low``, ``medium``, ``high``, ``critical``, ``emergency``).
+        Maintainers set it; ``high`` and above mostly mark security or release-critical fixes.
     packages : list of str
         The source package of each entry.
 
@@ -124,7 +124,9 @@ def debian_changelogs(root: str | Path = "/usr/share/doc") -> tuple[list[str], n
     FileNotFoundError
         ``root`` holds no Debian changelog.
     """
-    texts, urgent, packages = [], [], []
+    texts: list[str] = []
+    urgency: list[str] = []
+    packages: list[str] = []
     for path in sorted(Path(root).glob("*/changelog.Debian.gz")):
         try:
             raw = gzip.open(path, "rt", encoding="utf-8", errors="replace").read()
@@ -140,7 +142,7 @@ def debian_changelogs(root: str | Path = "/usr/share/doc") -> tuple[list[str], n
                 text = "\n\n".join(b for b in body if b)
                 if text:
                     texts.append(text)
-                    urgent.append(1.0 if head.group(3).lower() in _URGENT else 0.0)
+                    urgency.append(head.group(3).lower())
                     packages.append(head.group(1))
                 head = None
             elif head is not None and not _MAINTAINER.match(line):
@@ -150,4 +152,4 @@ def debian_changelogs(root: str | Path = "/usr/share/doc") -> tuple[list[str], n
                     body[-1] = f"{body[-1]} {line.strip()}".strip()
     if not texts:
         raise FileNotFoundError(f"no changelog.Debian.gz entries under {root}")
-    return texts, np.array(urgent), packages
+    return texts, urgency, packages
