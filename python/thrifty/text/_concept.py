@@ -342,7 +342,7 @@ class ConceptDirection:
     # ---- groups --------------------------------------------------------------------------------------
     def compare_groups(
         self,
-        groups: Sequence[Hashable] | npt.ArrayLike,
+        groups: Sequence[Hashable] | npt.NDArray[Any],
         *,
         n_perm: int = 5000,
         correction: Literal["holm"] | None = "holm",
@@ -376,7 +376,7 @@ class ConceptDirection:
         ValueError
             Wrong length, fewer than two usable groups, ``n_perm < 1``, unknown ``correction``.
         """
-        labels = list(groups.tolist() if isinstance(groups, np.ndarray) else groups)  # type: ignore[union-attr]
+        labels: list[Any] = groups.tolist() if isinstance(groups, np.ndarray) else list(groups)
         if len(labels) != self.corpus.n_docs:
             raise ValueError(f"groups has length {len(labels)}, expected n_docs = {self.corpus.n_docs}")
         if correction not in ("holm", None):

@@ -10,6 +10,7 @@ sentences of token lists, per document) is taken as given.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -162,10 +163,10 @@ class Corpus:
         """A hash of the tokens and sentences: results re-attach only to the corpus they came from."""
         h = hashlib.sha256()
         for d, sents in zip(self.docs, self.sentences):
-            for s in d:
-                h.update("\x1f".join(s).encode("utf-8") + b"\x1e")
-            for s in sents:
-                h.update(s.encode("utf-8") + b"\x1d")
+            for toks in d:
+                h.update("\x1f".join(toks).encode("utf-8") + b"\x1e")
+            for text in sents:
+                h.update(text.encode("utf-8") + b"\x1d")
             h.update(b"\x1c")
         return h.hexdigest()
 
@@ -190,7 +191,7 @@ def _stop_words(stop_words: Any) -> frozenset[str]:
 
 def _spacy_splitter(model: str) -> Any:
     try:
-        import spacy
+        spacy = importlib.import_module("spacy")
     except ImportError as exc:
         raise ImportError("tokenizer='spacy' needs spaCy (pip install spacy) and a model") from exc
     try:

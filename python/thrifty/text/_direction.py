@@ -73,6 +73,8 @@ def select_k_one_se(x: FloatArray, y: FloatArray, k_max: int, options: dict[str,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", GateWarning)
             res = subspace_test(x, y, k, learner="pls", **opts)
+        if not isinstance(res, SubspaceTestResult):  # pragma: no cover - method="nb" always is a split test
+            raise TypeError("the NB test returned a baseline result")
         curve[k - 1] = (res.z_mean, res.se)
     best = int(np.nanargmax(curve[:, 0]))
     threshold = curve[best, 0] - curve[best, 1]

@@ -17,12 +17,13 @@ attention mask, the sentence-transformers recipe) or a sentence-transformers mod
 from __future__ import annotations
 
 import gzip
+import importlib
 import io
 import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +39,7 @@ _TEXT_SUFFIXES = (".txt", ".vec")
 def _open(path: Path) -> IO[bytes]:
     """The file as bytes, through gzip for a ``.gz`` suffix."""
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     return open(path, "rb")
 
 
@@ -137,10 +138,10 @@ def _read_npy(path: Path, vocab: str | os.PathLike[str] | None) -> tuple[list[st
 
 def _read_kv(path: Path) -> tuple[list[str], AnyFloatArray]:
     try:
-        from gensim.models import KeyedVectors
+        models = importlib.import_module("gensim.models")
     except ImportError as exc:
         raise ImportError("reading gensim .kv files needs gensim (pip install gensim)") from exc
-    kv = KeyedVectors.load(str(path))
+    kv = models.KeyedVectors.load(str(path))
     return list(kv.index_to_key), np.asarray(kv.vectors)
 
 
@@ -310,9 +311,10 @@ class Embeddings:
 
     def __getitem__(self, word: str) -> AnyFloatArray:
         try:
-            return self.vectors[self._index[word]]
+            row: AnyFloatArray = self.vectors[self._index[word]]
         except KeyError:
             raise KeyError(f"word {word!r} is not in the vocabulary") from None
+        return row
 
     def __repr__(self) -> str:
         return f"Embeddings(n_words={len(self)}, dim={self.dim}, dtype={self.vectors.dtype})"
