@@ -3,7 +3,8 @@
 One place turns rows of embedding-space vectors ``X`` and an outcome ``y`` into: the held-out test
 (:func:`thrifty.inference.subspace_test`, PLS with k components), the full-data PLS fit
 (:class:`thrifty.inference.PLSInference`), the unit direction ``beta`` in embedding coordinates (the
-activation pattern ``X_c' ŷ`` of the fitted outcome, Haufe et al. 2014), its poles (nearest words of ``+beta`` / ``-beta``) and the varimax axes of the basis.
+activation pattern ``X_c' ŷ`` of the fitted outcome, Haufe et al. 2014), its poles (nearest words of
+``+beta`` / ``-beta``) and the varimax axes of the basis (their activation patterns).
 """
 
 from __future__ import annotations
