@@ -158,6 +158,7 @@ def test_neighbours_match_brute_force() -> None:
     nn = emb.most_similar("w5", topn=4)
     assert "w5" not in [w for w, _ in nn] and len(nn) == 4
     assert len(emb.similar_by_vector(q, topn=1000)) == 300
+    assert Embeddings(["a"], [[1.0, 0.0]]).similar_by_vector(np.ones(2), exclude=["a"]) == []
     with pytest.raises(ValueError, match="non-zero"):
         emb.similar_by_vector(np.zeros(8))
     with pytest.raises(ValueError, match="shape"):

@@ -430,6 +430,8 @@ class Embeddings:
         drop = [self._index[w] for w in exclude if w in self._index]
         sims[drop] = -np.inf
         n = min(n, len(self) - len(set(drop)))
+        if n == 0:
+            return []
         top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(self.words[i], float(sims[i])) for i in top[:n]]
