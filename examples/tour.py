@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 OUTPUT = Path(__file__).resolve().parent / "output"
-PARTS = ["tour_kmeans", "tour_inference", "tour_dpp", "tour_compress"]
+PARTS = ["tour_kmeans", "tour_inference", "tour_dpp", "tour_compress", "tour_text"]
 
 
 def main() -> int:
