@@ -41,5 +41,8 @@ fi
 echo "== mypy --strict (python/thrifty) =="
 .venv/bin/python -m mypy
 
+echo "== doctests (the docstring examples of python/thrifty) =="
+.venv/bin/python -m pytest -q -p no:cacheprovider --doctest-modules python/thrifty 2>&1 | tail -n 3
+
 echo "== pytest (Python API) =="
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
