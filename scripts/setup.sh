@@ -24,7 +24,8 @@ want="$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q "maturin>=1.5,<2" numpy scipy scikit-learn tqdm threadpoolctl \
-      pytest hypothesis mypy ruff matplotlib rdata "dask[array]" distributed joblib vaderSentiment afinn auditwheel
+      pytest hypothesis mypy ruff matplotlib rdata "dask[array]" distributed joblib vaderSentiment afinn auditwheel \
+      "sphinx>=7" "numpydoc>=1.6"
   echo "$want" > "$stamp"
 fi
 # ---- thrifty.compress (issue 8): torch and the C++/CUDA kernel toolchain, all from PyPI ----------------

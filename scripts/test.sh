@@ -46,5 +46,8 @@ bash scripts/wheel_smoke.sh | grep -v "^ \{6,\}\|^$\|^System:\|^Python dependenc
 echo "== mypy --strict (python/thrifty) =="
 .venv/bin/python -m mypy
 
+echo "== doctests (the docstring examples of python/thrifty) =="
+.venv/bin/python -m pytest -q -p no:cacheprovider --doctest-modules python/thrifty 2>&1 | tail -n 3
+
 echo "== pytest (Python API) =="
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

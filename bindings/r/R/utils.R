@@ -111,3 +111,13 @@
 #' thrifty_abi_version()
 #' @export
 thrifty_abi_version <- function() .Call(thrifty_r_abi_version)
+
+# Called from C when a long call stopped because the user pressed Ctrl-C (the C ABI's interrupt
+# check saw it): signal the "interrupt" condition a Ctrl-C in R code gives, so tryCatch(interrupt =)
+# and withCallingHandlers() see it, then return to the top level as R does after an interrupt.
+.thrifty_interrupted <- function() {
+  cond <- structure(class = c("thrifty_interrupt", "interrupt", "condition"),
+                    list(message = "thrifty: interrupted", call = NULL))
+  signalCondition(cond)
+  invokeRestart("abort")
+}

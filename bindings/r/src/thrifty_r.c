@@ -1,7 +1,14 @@
 /* .Call glue between R and the thrifty C ABI (thrifty.h). Argument checks with R-friendly
  * messages live in the R functions; this file converts R objects, passes R's column-major
  * matrices as THRIFTY_COL_MAJOR, turns 0-based indices into 1-based ones and maps a failed status
- * to an R error carrying the library's message. */
+ * to an R error carrying the library's message.
+ *
+ * Ctrl-C: R_init_thrifty registers r_interrupt_check with the C ABI (thrifty_set_interrupt_check).
+ * While a long call runs on a worker thread, the library calls it on R's main thread every 100 ms;
+ * it runs R_CheckUserInterrupt under R_ToplevelExec, so a pending interrupt ends the toplevel
+ * context there instead of longjmp-ing across Rust frames. The call then returns
+ * THRIFTY_ERR_INTERRUPTED and check_status signals an R "interrupt" condition (.thrifty_interrupted
+ * in R/utils.R), as a Ctrl-C in R code would. */
 #include <R.h>
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
@@ -11,7 +18,41 @@
 #include "thrifty.h"
 
 static void check_status(int32_t st) {
+  if (st == THRIFTY_ERR_INTERRUPTED) {
+    SEXP ns = PROTECT(R_FindNamespace(PROTECT(Rf_mkString("thrifty"))));
+    SEXP call = PROTECT(Rf_lang1(Rf_install(".thrifty_interrupted")));
+    Rf_eval(call, ns); /* does not return */
+    UNPROTECT(3);
+  }
   if (st != THRIFTY_OK) Rf_error("%s", thrifty_last_error());
+}
+
+/* ---- Ctrl-C ------------------------------------------------------------------------------ */
+static void check_interrupt_fn(void *unused) {
+  (void)unused;
+  R_CheckUserInterrupt();
+}
+
+/* Test hook (thrifty_r_test_interrupt_after): report an interrupt from poll number `fake_after`
+ * on (< 0: never), counting polls, so tests can interrupt a call deterministically. */
+static int fake_after = -1, polls = 0;
+
+static int32_t r_interrupt_check(void *unused) {
+  (void)unused;
+  polls++;
+  if (fake_after >= 0 && polls >= fake_after) return 1;
+  /* FALSE: R_CheckUserInterrupt jumped out, i.e. the user pressed Ctrl-C */
+  return R_ToplevelExec(check_interrupt_fn, NULL) == FALSE;
+}
+
+/* after >= 0: report an interrupt from that poll on, and reset the count; after < 0: back to
+ * R's real interrupts. Returns the number of polls since the last reset. */
+SEXP thrifty_r_test_interrupt_after(SEXP after) {
+  int had = polls;
+  fake_after = Rf_asInteger(after);
+  if (fake_after == NA_INTEGER) fake_after = -1;
+  polls = 0;
+  return Rf_ScalarInteger(had);
 }
 
 static uint64_t as_seed(SEXP s) { return (uint64_t)Rf_asReal(s); }
@@ -348,10 +389,13 @@ static const R_CallMethodDef call_methods[] = {
     {"thrifty_r_select_entropy", (DL_FUNC)&thrifty_r_select_entropy, 4},
     {"thrifty_r_greedy_map", (DL_FUNC)&thrifty_r_greedy_map, 3},
     {"thrifty_r_select_mi", (DL_FUNC)&thrifty_r_select_mi, 4},
+    {"thrifty_r_test_interrupt_after", (DL_FUNC)&thrifty_r_test_interrupt_after, 1},
     {NULL, NULL, 0}};
 
 void R_init_thrifty(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
   R_useDynamicSymbols(dll, FALSE);
   R_forceSymbols(dll, TRUE);
+  /* every .Call runs on R's main thread: the one that registers the check here */
+  thrifty_set_interrupt_check(r_interrupt_check, NULL, 0);
 }

@@ -187,6 +187,9 @@ class _Handle:
 class SavedCompressor:
     """Reusable context manager compressing the tensors autograd saves (see :func:`compress_saved`).
 
+    The attributes below are cumulative over every block this object was entered for (see
+    :meth:`reset_stats`).
+
     Parameters
     ----------
     ratio : float > 1, default=8
@@ -203,8 +206,8 @@ class SavedCompressor:
     stochastic : bool, default=False
         Stochastic rounding of the residual values.
 
-    Attributes (cumulative over every block this object was entered for, see :meth:`reset_stats`)
-    ------------------------------------------------------------------------------------------------
+    Attributes
+    ----------
     packs : int
         Pack-hook calls.
     compressed : int

@@ -69,6 +69,8 @@ def _storage_key(t: torch.Tensor) -> _Key:
 class SavedBytesMeter:
     """Context manager that measures saved-for-backward bytes with storage de-duplication.
 
+    The attributes below are valid during and after the block.
+
     Parameters
     ----------
     exclude : nn.Module | Iterable[Tensor] | Callable[[Tensor], bool] | None
@@ -81,8 +83,8 @@ class SavedBytesMeter:
         Named modules to attribute saves to: a storage first saved while a listed module's forward runs
         is credited to the innermost such module (``by_module``).
 
-    Attributes (valid during and after the block)
-    ---------------------------------------------
+    Attributes
+    ----------
     saved_bytes : int
         Bytes of the distinct storages saved and still alive now.
     peak_bytes : int

@@ -73,7 +73,7 @@ class SubspaceTestResult:
         One-sided p-value for H1: the subspace predicts y (rho > 0). ``p_value`` is an alias, and
         ``statistic, pvalue = result`` unpacks like scipy's results.
     statistic : float
-        ``tanh(mean z)`` for the split tests; Q² / mean R² for the CV baselines; max |t| for the jackknife.
+        ``tanh(mean z)`` for the split tests; Q² / mean R² for the CV baselines; max ``|t|`` for the jackknife.
     t, df : float
         NB t statistic and its degrees of freedom ``J - 1`` (NaN for tests without them).
     r : ndarray of shape (n_splits,)
@@ -217,7 +217,7 @@ class BaselineResult:
         the per-coefficient two-sided p-values for the jackknife (an indicator only). ``p_value`` is
         an alias; ``statistic, pvalue = result`` unpacks.
     statistic : float
-        Pooled CV Q², mean fold R², or max |t| (jackknife).
+        Pooled CV Q², mean fold R², or max ``|t|`` (jackknife).
     n_components : int
     learner : str
     n_folds : int

@@ -49,6 +49,9 @@
 // Matrix layout: column `j` is contiguous (R, Julia, Fortran).
 #define THRIFTY_COL_MAJOR 1
 
+// Poll interval of the interrupt check when `poll_ms` = 0.
+#define THRIFTY_INTERRUPT_POLL_MS 100
+
 // Projection sampler: accept/reject proposals from the leverage scores (the default).
 #define THRIFTY_DPP_ACCEPT_REJECT 0
 
@@ -130,6 +133,11 @@
 
 // Explicit initial centres (`init_centers`, k × d).
 #define THRIFTY_INIT_CENTERS 2
+
+// A host's "should this call stop?" check (e.g. R's pending-interrupt test): called with the
+// `user_data` given to `thrifty_set_interrupt_check`, on the thread that registered it, while one
+// of its long calls runs; returns non-zero to stop the call. It must not unwind or longjmp out.
+typedef int32_t (*ThriftyInterruptCheck)(void *user_data);
 
 // A list of index vectors of different lengths (e.g. L-ensemble samples), owned by the library:
 // row `s` is `values[offsets[s] .. offsets[s+1]]` (0-based item indices); `offsets` has
@@ -281,6 +289,13 @@ typedef struct ThriftyKmeansInfo {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// Register (or, with `check` = NULL, remove) the interrupt check of the calling thread's long
+// calls (k-means fits, DPP sampling and selection, ...). `poll_ms`: interval between checks in
+// milliseconds, 1..=60000, or 0 for `THRIFTY_INTERRUPT_POLL_MS` (100). Calls made from other
+// threads are not affected. Without a check, calls run on the calling thread and cannot be
+// interrupted.
+int32_t thrifty_set_interrupt_check(ThriftyInterruptCheck check, void *user_data, uint32_t poll_ms);
 
 // The ABI version this library implements (`THRIFTY_ABI_VERSION`).
 uint32_t thrifty_abi_version(void);

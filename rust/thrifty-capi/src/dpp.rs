@@ -1,20 +1,21 @@
 //! DPP sampling and greedy selection over the C ABI: orthonormalisation, projection DPPs,
 //! L-ensembles and k-DPPs, Haar / OPE / Daubechies coresets with unbiased weights, and greedy
-//! entropy / MAP / mutual-information selection. float64.
+//! entropy / MAP / mutual-information selection. float64. Every call that computes can be
+//! interrupted (`thrifty_set_interrupt_check`).
 //!
 //! Each function mirrors the Python class or function named in its comment, with the same streams:
 //! sample s of a call seeded with `seed` draws from the core's stream (seed, s).
+use std::sync::atomic::AtomicBool;
 use thrifty_core::dpp::ensemble::Spectrum;
 use thrifty_core::dpp::greedy::{self, Check};
 use thrifty_core::dpp::kernels::{self, Split, Stratified};
 use thrifty_core::dpp::ortho;
 use thrifty_core::dpp::projection::{Method, OrthoCheck, Projection};
 use thrifty_core::dpp::PivotPath;
-use thrifty_core::threads::with_threads;
 
 use crate::{
-    fill_ragged, guard, matrix, opt_slice, out, put, size2, symmetric, threads, write_matrix, Fail, Res, ThriftyRagged,
-    NEVER,
+    enter, fill_ragged, guard, matrix, opt_slice, out, put, size2, symmetric, threads, write_matrix, Fail, Res,
+    ThriftyRagged,
 };
 
 /// Projection sampler: accept/reject proposals from the leverage scores (the default).
@@ -82,7 +83,7 @@ pub unsafe extern "C" fn thrifty_dpp_orthonormalize(
         }
         let tol = if rtol <= 0.0 { 1e-6 } else { rtol };
         // As thrifty.dpp.orthonormalize: columns equilibrated before the rank decision.
-        let (q, r) = ortho::orthonormalize(&f[..], n, p, tol, true, &NEVER)?;
+        let (q, r) = enter(None, |c| ortho::orthonormalize(&f[..], n, p, tol, true, c))?;
         write_matrix(q_buf, &q, n, r, layout);
         put(rank_out, r, "rank_out")
     })
@@ -133,7 +134,7 @@ pub unsafe extern "C" fn thrifty_dpp_projection_sample(
         positive(count, "count")?;
         let dst = out(samples_out, size2("samples_out", count, p)?, "samples_out")?;
         let proj = Projection::new(&us[..], n, p, ortho_check(check != 0, n, p, seed))?;
-        let flat = with_threads(threads(n_threads), || proj.sample_range(&us[..], 0, count, m, seed, &NEVER))??;
+        let flat = enter(threads(n_threads), |c| proj.sample_range(&us[..], 0, count, m, seed, c))?;
         write_flat(dst, &flat);
         if !leverage_out.is_null() {
             out(leverage_out, n, "leverage_out")?.copy_from_slice(&proj.leverage);
@@ -177,7 +178,7 @@ pub unsafe extern "C" fn thrifty_dpp_lensemble_sample(
         }
         positive(count, "count")?;
         let spec = spectrum(l, features, n, d, layout)?;
-        let rows = with_threads(threads(n_threads), || spec.sample_many(0, count, seed, &NEVER))??;
+        let rows = enter(threads(n_threads), |c| spec.sample_many(0, count, seed, c))?;
         if !inclusion_out.is_null() {
             out(inclusion_out, n, "inclusion_out")?.copy_from_slice(&spec.inclusion());
         }
@@ -207,7 +208,7 @@ pub unsafe extern "C" fn thrifty_dpp_kdpp_sample(
         positive(count, "count")?;
         let dst = out(samples_out, size2("samples_out", count, k)?, "samples_out")?;
         let spec = spectrum(l, features, n, d, layout)?;
-        let flat = with_threads(threads(n_threads), || spec.sample_k_many(k, 0, count, seed, &NEVER))??;
+        let flat = enter(threads(n_threads), |c| spec.sample_k_many(k, 0, count, seed, c))?;
         write_flat(dst, &flat);
         Ok(())
     })
@@ -297,6 +298,17 @@ fn map_to_domain(x: &[f64], n: usize, d: usize, domain: Option<Vec<f64>>, lo: f6
     Ok(z)
 }
 
+/// The scalar choices of `ThriftyCoresetOptions` (its pointers read beforehand), which can travel
+/// to the worker thread of [`enter`].
+#[derive(Clone, Copy)]
+struct CoresetChoice {
+    kernel: i32,
+    split: i32,
+    order: i32,
+    jacobi_a: f64,
+    jacobi_b: f64,
+}
+
 /// One coreset draw: indices, their inclusion probabilities, and K_ii of every point.
 #[allow(clippy::too_many_arguments)]
 fn coreset_draw(
@@ -304,10 +316,11 @@ fn coreset_draw(
     n: usize,
     d: usize,
     m: usize,
-    o: &ThriftyCoresetOptions,
+    o: &CoresetChoice,
     density: Option<&[f64]>,
     domain: Option<Vec<f64>>,
     seed: u64,
+    cancel: &AtomicBool,
 ) -> Res<(Vec<usize>, Vec<f64>)> {
     if m > n {
         return Err(Fail::invalid("m", format!("m = {m} exceeds the number of points ({n})")));
@@ -348,7 +361,7 @@ fn coreset_draw(
             }
             let kd: Vec<f64> = (0..n).map(|i| kdiag[i] / tot[lab[i]]).collect();
             let strat = Stratified::new(&lab, used.len(), &kd)?;
-            let idx = strat.sample_range(0, 1, seed, &NEVER)?;
+            let idx = strat.sample_range(0, 1, seed, cancel)?;
             Ok((idx, kd))
         }
         THRIFTY_KERNEL_OPE | THRIFTY_KERNEL_DAUBECHIES => {
@@ -363,7 +376,7 @@ fn coreset_draw(
                     ));
                 }
                 let z = map_to_domain(x, n, d, domain, 0.0, 1.0)?;
-                kernels::daubechies_features(&z, n, d, m, o.order as usize, g, &NEVER)?
+                kernels::daubechies_features(&z, n, d, m, o.order as usize, g, cancel)?
             } else {
                 if !(o.jacobi_a > -1.0 && o.jacobi_b > -1.0) {
                     return Err(Fail::invalid(
@@ -372,13 +385,13 @@ fn coreset_draw(
                     ));
                 }
                 let z = map_to_domain(x, n, d, domain, -1.0, 1.0)?;
-                kernels::jacobi_features(&z, n, d, m, o.jacobi_a, o.jacobi_b, g, &NEVER)?
+                kernels::jacobi_features(&z, n, d, m, o.jacobi_a, o.jacobi_b, g, cancel)?
             };
             // ProjectionDPP.from_features: orthonormalise (rtol 1e-6, equilibrated), no
             // orthonormality check.
-            let (q, r) = ortho::orthonormalize(&feats, n, m, 1e-6, true, &NEVER)?;
+            let (q, r) = ortho::orthonormalize(&feats, n, m, 1e-6, true, cancel)?;
             let proj = Projection::new(&q, n, r, OrthoCheck::Skip)?;
-            let idx = proj.sample_range(&q, 0, 1, Method::AcceptReject, seed, &NEVER)?;
+            let idx = proj.sample_range(&q, 0, 1, Method::AcceptReject, seed, cancel)?;
             Ok((idx, proj.leverage))
         }
         other => Err(Fail::kind(
@@ -423,7 +436,14 @@ pub unsafe extern "C" fn thrifty_dpp_coreset(
         let density = opt_slice(o.density, n);
         let domain =
             if o.domain.is_null() { None } else { Some(matrix(o.domain, d, 2, layout, "domain")?.into_owned()) };
-        let (idx, kd) = coreset_draw(&xs, n, d, m, &o, density, domain, seed)?;
+        let choice = CoresetChoice {
+            kernel: o.kernel,
+            split: o.split,
+            order: o.order,
+            jacobi_a: o.jacobi_a,
+            jacobi_b: o.jacobi_b,
+        };
+        let (idx, kd) = enter(None, |c| coreset_draw(&xs, n, d, m, &choice, density, domain, seed, c))?;
         let mut w: Vec<f64> = idx.iter().map(|&i| 1.0 / kd[i]).collect();
         if o.self_normalized != 0 {
             let c = n as f64 / crate::numpy_sum(&w);
@@ -495,7 +515,7 @@ pub unsafe extern "C" fn thrifty_dpp_select_entropy(
         let mode = check_mode(check)?;
         let tol = check_tol(tol)?;
         positive(k, "k")?;
-        let path = greedy::entropy_kernel(c, n, k, tol, mode, &NEVER)?;
+        let path = enter(None, |cancel| greedy::entropy_kernel(c, n, k, tol, mode, cancel))?;
         write_path(&path, items_out, pivots_out, k, n_selected_out)
     })
 }
@@ -519,7 +539,7 @@ pub unsafe extern "C" fn thrifty_dpp_greedy_map(
         let f = matrix(features, n, d, layout, "features")?;
         let tol = check_tol(tol)?;
         positive(k, "k")?;
-        let path = greedy::entropy_factor(&f[..], n, d, k, tol, &NEVER)?;
+        let path = enter(None, |c| greedy::entropy_factor(&f[..], n, d, k, tol, c))?;
         write_path(&path, items_out, pivots_out, k, n_selected_out)
     })
 }
@@ -565,7 +585,7 @@ pub unsafe extern "C" fn thrifty_dpp_select_mutual_information(
             ));
         };
         let gains = out(gains_out, k, "gains_out")?;
-        let (path, g) = greedy::mutual_information(c, n, k, nz, check != 0, &NEVER)?;
+        let (path, g) = enter(None, |cancel| greedy::mutual_information(c, n, k, nz, check != 0, cancel))?;
         gains[..g.len()].copy_from_slice(&g);
         write_path(&path, items_out, pivots_out, k, n_selected_out)
     })

@@ -1,9 +1,9 @@
 //! k-means over the C ABI: fit (batched Hartigan or bounded Lloyd, weights, k-means++ / random /
-//! explicit initial centres, seed, threads), predict and transform. float64.
+//! explicit initial centres, seed, threads), predict and transform. float64. All three can be
+//! interrupted (`thrifty_set_interrupt_check`).
 use thrifty_core::kmeans::{self, Algorithm, Init, Params};
-use thrifty_core::threads::with_threads;
 
-use crate::{guard, matrix, opt_slice, out, put, size2, threads, write_matrix, Fail, Res};
+use crate::{enter, guard, matrix, opt_slice, out, put, size2, threads, write_matrix, Fail, Res};
 
 /// Batched Hartigan (the default of the Python and R front ends).
 pub const THRIFTY_KMEANS_HARTIGAN: i32 = 0;
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn thrifty_kmeans_fit(
             return Err(Fail::null("info_out"));
         }
         let params = Params { n_clusters: k, n_init, max_iter, tol, algorithm: alg, seed };
-        let fit = with_threads(threads(n_threads), || kmeans::fit(&xs, n, d, w, init_kind, &params))??;
+        let fit = enter(threads(n_threads), |c| kmeans::fit_cancellable(&xs, n, d, w, init_kind, &params, c))?;
         let run = &fit.run;
         write_matrix(centers, &run.centers, k, d, layout);
         for (l, &v) in labels.iter_mut().zip(&run.labels) {
@@ -188,7 +188,7 @@ pub unsafe extern "C" fn thrifty_kmeans_predict(
         let xs = matrix(x, n, d, layout, "x")?;
         let cs = matrix(centers, k, d, layout, "centers")?;
         let labels = out(labels_out, n, "labels_out")?;
-        let l = with_threads(threads(n_threads), || kmeans::predict(&xs, n, d, &cs, k, &crate::NEVER))??;
+        let l = enter(threads(n_threads), |c| kmeans::predict(&xs, n, d, &cs, k, c))?;
         for (o, v) in labels.iter_mut().zip(l) {
             *o = v as i32;
         }
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn thrifty_kmeans_transform(
         let xs = matrix(x, n, d, layout, "x")?;
         let cs = matrix(centers, k, d, layout, "centers")?;
         let dist = out(dist_out, size2("dist_out", n, k)?, "dist_out")?;
-        let t = with_threads(threads(n_threads), || kmeans::transform(&xs, n, d, &cs, k, &crate::NEVER))??;
+        let t = enter(threads(n_threads), |c| kmeans::transform(&xs, n, d, &cs, k, c))?;
         write_matrix(dist, &t, n, k, layout);
         Ok(())
     })

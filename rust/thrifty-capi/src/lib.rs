@@ -16,6 +16,10 @@
 //! - Indices are 0-based. `n_threads = 0` uses all cores; results never depend on the thread count.
 //! - Seeds are the core's: the same seed gives the same result as the Python package
 //!   (`random_state=seed`), bit for bit.
+//! - Long calls can be interrupted: a host registers a check with `thrifty_set_interrupt_check`
+//!   (R: `R_CheckUserInterrupt` under `R_ToplevelExec`). While such a call runs, the core works
+//!   on a helper thread and the calling thread asks the check about every `poll_ms` ms; a non-zero
+//!   answer raises the core's cancel flag and the call returns `THRIFTY_ERR_INTERRUPTED`.
 //!
 //! # Safety
 //! One contract for every exported `unsafe` function: each pointer argument is NULL (where the
@@ -25,10 +29,14 @@
 //! as a status. Comparisons are written `!(a > b)` on purpose so that NaN fails them.
 #![allow(clippy::missing_safety_doc, clippy::neg_cmp_op_on_partial_ord)]
 use std::borrow::Cow;
-use std::cell::RefCell;
-use std::ffi::{c_char, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, c_void, CString};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::time::Duration;
 
+use thrifty_core::threads::with_threads;
 use thrifty_core::ThriftyError;
 
 pub mod dpp;
@@ -101,8 +109,97 @@ impl Fail {
 
 pub(crate) type Res<T> = std::result::Result<T, Fail>;
 
-/// The cancel flag handed to the core: the C ABI has no cancellation, so it is never raised.
-pub(crate) static NEVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// A host's "should this call stop?" check (e.g. R's pending-interrupt test): called with the
+/// `user_data` given to `thrifty_set_interrupt_check`, on the thread that registered it, while one
+/// of its long calls runs; returns non-zero to stop the call. It must not unwind or longjmp out.
+pub type ThriftyInterruptCheck = Option<unsafe extern "C" fn(user_data: *mut c_void) -> i32>;
+
+/// Poll interval of the interrupt check when `poll_ms` = 0.
+pub const THRIFTY_INTERRUPT_POLL_MS: u32 = 100;
+
+#[derive(Clone, Copy)]
+struct Hook {
+    check: unsafe extern "C" fn(*mut c_void) -> i32,
+    user_data: *mut c_void,
+    poll: Duration,
+}
+
+thread_local! {
+    static HOOK: Cell<Option<Hook>> = const { Cell::new(None) };
+}
+
+/// Register (or, with `check` = NULL, remove) the interrupt check of the calling thread's long
+/// calls (k-means fits, DPP sampling and selection, ...). `poll_ms`: interval between checks in
+/// milliseconds, 1..=60000, or 0 for `THRIFTY_INTERRUPT_POLL_MS` (100). Calls made from other
+/// threads are not affected. Without a check, calls run on the calling thread and cannot be
+/// interrupted.
+#[no_mangle]
+pub unsafe extern "C" fn thrifty_set_interrupt_check(
+    check: ThriftyInterruptCheck,
+    user_data: *mut c_void,
+    poll_ms: u32,
+) -> i32 {
+    guard(|| {
+        let ms = if poll_ms == 0 { THRIFTY_INTERRUPT_POLL_MS } else { poll_ms };
+        if ms > 60_000 {
+            return Err(Fail::invalid("poll_ms", format!("must be at most 60000 (0 = default), got {poll_ms}")));
+        }
+        let hook = check.map(|check| Hook { check, user_data, poll: Duration::from_millis(ms.into()) });
+        HOOK.with(|h| h.set(hook));
+        Ok(())
+    })
+}
+
+/// The one way into the core for calls that may run long: `work(cancel)` runs in a pool of
+/// `jobs` threads (`None` = all cores; see [`threads`]) and its error becomes a status. Without an
+/// interrupt check on this thread it runs right here. With one, it runs on a helper thread while
+/// this thread calls the check every poll interval; a non-zero answer raises `cancel`, waits for
+/// the core to stop and returns `THRIFTY_ERR_INTERRUPTED`. A panic of the helper thread is
+/// re-raised here (so [`guard`] reports it with its message).
+pub(crate) fn enter<T: Send, E: Send>(
+    jobs: Option<usize>,
+    work: impl FnOnce(&AtomicBool) -> std::result::Result<T, E> + Send,
+) -> Res<T>
+where
+    Fail: From<E>,
+{
+    let cancel = AtomicBool::new(false);
+    let pooled = |cancel: &AtomicBool| with_threads(jobs, || work(cancel));
+    let Some(hook) = HOOK.with(Cell::get) else {
+        return Ok(pooled(&cancel)??);
+    };
+    let (tx, rx) = channel();
+    std::thread::scope(|scope| {
+        let cancel = &cancel;
+        std::thread::Builder::new()
+            .name("thrifty-capi-worker".into())
+            .spawn_scoped(scope, move || {
+                let _ = tx.send(catch_unwind(AssertUnwindSafe(|| pooled(cancel))));
+            })
+            .map_err(|e| Fail { status: THRIFTY_ERR_PANIC, msg: format!("could not start a worker thread: {e}") })?;
+        loop {
+            match rx.recv_timeout(hook.poll) {
+                Ok(Ok(result)) => return Ok(result??),
+                Ok(Err(panic)) => resume_unwind(panic),
+                Err(RecvTimeoutError::Timeout) => {
+                    // SAFETY: the host registered this function for this thread (the contract of
+                    // thrifty_set_interrupt_check); it does not unwind.
+                    if unsafe { (hook.check)(hook.user_data) } != 0 {
+                        cancel.store(true, Ordering::Relaxed);
+                        let _ = rx.recv();
+                        return Err(<Fail as From<ThriftyError>>::from(ThriftyError::Interrupted));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Fail {
+                        status: THRIFTY_ERR_PANIC,
+                        msg: "the worker thread stopped without a result".into(),
+                    })
+                }
+            }
+        }
+    })
+}
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -399,6 +496,68 @@ mod tests {
         let t = transpose(&a, 35, 70);
         assert_eq!(t[3 * 35 + 2], a[2 * 70 + 3]);
         assert_eq!(transpose(&t, 70, 35), a);
+    }
+
+    /// What the test check counts and when it answers "stop" (0: never).
+    struct Polls {
+        count: std::sync::atomic::AtomicUsize,
+        stop_at: usize,
+    }
+
+    unsafe extern "C" fn test_check(user_data: *mut c_void) -> i32 {
+        let p = &*(user_data as *const Polls);
+        let count = p.count.fetch_add(1, Ordering::SeqCst) + 1;
+        (p.stop_at > 0 && count >= p.stop_at) as i32
+    }
+
+    /// Work that runs until it is cancelled, like a core loop checking its flag.
+    fn until_cancelled(cancel: &AtomicBool) -> thrifty_core::Result<()> {
+        while !cancel.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Err(ThriftyError::Interrupted)
+    }
+
+    fn sleep_40ms(_: &AtomicBool) -> thrifty_core::Result<()> {
+        std::thread::sleep(Duration::from_millis(40));
+        Ok(())
+    }
+
+    fn register(p: &Polls, poll_ms: u32) -> i32 {
+        unsafe { thrifty_set_interrupt_check(Some(test_check), p as *const Polls as *mut c_void, poll_ms) }
+    }
+
+    #[test]
+    fn a_registered_check_interrupts_a_long_call() {
+        let stopper = Polls { count: 0.into(), stop_at: 3 };
+        assert_eq!(register(&stopper, 5), THRIFTY_OK);
+        let t0 = std::time::Instant::now();
+        assert_eq!(guard(|| enter(Some(2), until_cancelled)), THRIFTY_ERR_INTERRUPTED);
+        assert_eq!(stopper.count.load(Ordering::SeqCst), 3, "stops at the first non-zero answer");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        let msg = unsafe { std::ffi::CStr::from_ptr(thrifty_last_error()) }.to_str().unwrap().to_string();
+        assert_eq!(msg, "interrupted");
+
+        // with a check that never says stop, calls return their results and their own errors
+        let counter = Polls { count: 0.into(), stop_at: 0 };
+        assert_eq!(register(&counter, 5), THRIFTY_OK);
+        let slow = guard(|| enter(None, sleep_40ms));
+        assert_eq!(slow, THRIFTY_OK);
+        assert!(counter.count.load(Ordering::SeqCst) >= 1, "polled while the call ran");
+        let bad = guard(|| enter(None, |_| Err::<(), _>(ThriftyError::invalid("k", "must be at least 1"))));
+        assert_eq!(bad, THRIFTY_ERR_INVALID_ARGUMENT);
+        // a panic on the worker thread keeps its message
+        assert_eq!(guard(|| enter(None, |_| -> Res<()> { panic!("worker panic") })), THRIFTY_ERR_PANIC);
+        let msg = unsafe { std::ffi::CStr::from_ptr(thrifty_last_error()) }.to_str().unwrap().to_string();
+        assert!(msg.contains("worker panic"), "{msg}");
+
+        // removed: calls run here again and the check is never asked
+        assert_eq!(unsafe { thrifty_set_interrupt_check(None, std::ptr::null_mut(), 0) }, THRIFTY_OK);
+        let before = counter.count.load(Ordering::SeqCst);
+        let slow = guard(|| enter(None, sleep_40ms));
+        assert_eq!(slow, THRIFTY_OK);
+        assert_eq!(counter.count.load(Ordering::SeqCst), before);
+        assert_eq!(register(&counter, 60_001), THRIFTY_ERR_INVALID_ARGUMENT);
     }
 
     #[test]

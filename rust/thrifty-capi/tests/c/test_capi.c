@@ -1,8 +1,11 @@
 /* C test program of the thrifty C ABI: calls every exported function with good and bad input
  * (NULL pointers, zero sizes, NaN, k > n, unknown codes) and checks results and status codes.
  * Built and run under AddressSanitizer + UBSan by scripts/test.sh (see rust/thrifty-capi/tests/c/run.sh).
+ * test_interrupt() registers an interrupt check that stops long calls after a fixed number of polls.
  * julia_snippet() makes exactly the calls of the README's Julia snippet, with column-major input. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -601,6 +604,80 @@ static void julia_snippet(void) {
   free(X);
 }
 
+/* ---- interrupt check ------------------------------------------------------------------------ */
+typedef struct {
+  int polls;       /* how often the library asked */
+  int stop_at;     /* answer "stop" from this poll on (0: never) */
+  int off_thread;  /* set when a poll came from another thread than the registering one */
+  pthread_t owner;
+} poll_state;
+
+static int32_t count_polls(void *user_data) {
+  poll_state *s = user_data;
+  s->polls++;
+  if (!pthread_equal(pthread_self(), s->owner)) s->off_thread = 1;
+  return s->stop_at > 0 && s->polls >= s->stop_at;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void test_interrupt(void) {
+  /* a fit of many seconds (200 Lloyd runs on 20000 x 8, k = 40) */
+  const size_t n = 20000, d = 8, k = 40;
+  double *x = malloc(n * d * sizeof(double));
+  for (size_t i = 0; i < n * d; i++) x[i] = gauss();
+  double *centers = malloc(k * d * sizeof(double));
+  int32_t *labels = malloc(n * sizeof(int32_t));
+  ThriftyKmeansInfo info;
+  poll_state st = {0, 3, 0, pthread_self()};
+  EXPECT_OK(thrifty_set_interrupt_check(count_polls, &st, 20));
+  double t0 = now_s();
+  EXPECT_ERR(thrifty_kmeans_fit(x, n, d, THRIFTY_ROW_MAJOR, NULL, k, THRIFTY_INIT_KMEANSPP, NULL, 200, 300, 0.0,
+                                THRIFTY_KMEANS_LLOYD, 7, 2, centers, labels, NULL, NULL, &info),
+             THRIFTY_ERR_INTERRUPTED);
+  double waited = now_s() - t0;
+  CHECK(st.polls == 3 && !st.off_thread);
+  CHECK(waited < 2.0); /* stops within one core iteration of the third poll (at ~60 ms) */
+  CHECK(strstr(thrifty_last_error(), "interrupted") != NULL);
+
+  /* DPP sampling stops the same way: a million k-DPP samples */
+  const size_t m = 200, r = 20;
+  double *phi = malloc(m * r * sizeof(double));
+  for (size_t i = 0; i < m * r; i++) phi[i] = gauss();
+  int64_t *samples = malloc(1000000 * 5 * sizeof(int64_t));
+  st.polls = 0;
+  EXPECT_ERR(thrifty_dpp_kdpp_sample(NULL, phi, m, r, THRIFTY_ROW_MAJOR, 5, 1000000, 1, 2, samples),
+             THRIFTY_ERR_INTERRUPTED);
+  CHECK(st.polls == 3 && !st.off_thread);
+
+  /* a check that never says stop changes nothing: the same fit as without a check */
+  const size_t n2 = 2000;
+  int32_t *labels_ref = malloc(n2 * sizeof(int32_t));
+  ThriftyKmeansInfo info_ref;
+  st.polls = 0;
+  st.stop_at = 0;
+  EXPECT_OK(thrifty_kmeans_fit(x, n2, d, THRIFTY_ROW_MAJOR, NULL, 5, THRIFTY_INIT_KMEANSPP, NULL, 20, 300, 0.0,
+                               THRIFTY_KMEANS_HARTIGAN, 11, 2, centers, labels, NULL, NULL, &info));
+  CHECK(!st.off_thread);
+  EXPECT_OK(thrifty_set_interrupt_check(NULL, NULL, 0));
+  int before = st.polls;
+  EXPECT_OK(thrifty_kmeans_fit(x, n2, d, THRIFTY_ROW_MAJOR, NULL, 5, THRIFTY_INIT_KMEANSPP, NULL, 20, 300, 0.0,
+                               THRIFTY_KMEANS_HARTIGAN, 11, 2, centers, labels_ref, NULL, NULL, &info_ref));
+  CHECK(st.polls == before); /* removed: never asked again */
+  CHECK(memcmp(labels, labels_ref, n2 * sizeof(int32_t)) == 0 && info.inertia == info_ref.inertia);
+  EXPECT_ERR(thrifty_set_interrupt_check(count_polls, &st, 60001), THRIFTY_ERR_INVALID_ARGUMENT);
+  free(x);
+  free(centers);
+  free(labels);
+  free(labels_ref);
+  free(phi);
+  free(samples);
+}
+
 int main(void) {
   CHECK(thrifty_abi_version() == THRIFTY_ABI_VERSION);
   CHECK(strlen(thrifty_version()) > 0);
@@ -609,6 +686,7 @@ int main(void) {
   test_kmeans();
   test_inference();
   test_dpp();
+  test_interrupt();
   julia_snippet();
   printf("thrifty C ABI test: %d checks, %d failures (ABI %u, thrifty %s)\n", checks, failures, thrifty_abi_version(),
          thrifty_version());
