@@ -108,18 +108,6 @@ _F1 = npt.NDArray[np.float64]
 _F2 = npt.NDArray[np.float64]
 _I1 = npt.NDArray[np.int64]
 
-class NbTestDict(TypedDict):
-    z_mean: float
-    z_sd: float
-    se: float
-    statistic: float
-    t: float
-    df: float
-    p_value: float
-    rho_hat: float
-    ci_low: float
-    ci_high: float
-
 class GateDict(TypedDict):
     n_eff: float
     stable_rank: float
@@ -218,7 +206,6 @@ def inference_nb_permutation(
     refit: bool = False,
     n_jobs: int | None = None,
 ) -> _F1: ...
-def inference_nb_test(r: _F1, ratio: float, n_test: float | None, level: float = 0.95) -> NbTestDict: ...
 def inference_mean_z(r: _F1) -> float: ...
 def inference_gate(x: _F2, sample_weight: _F1 | None = None) -> GateDict: ...
 def inference_route(

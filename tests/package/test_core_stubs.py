@@ -80,7 +80,6 @@ def _tsqr_whitening(x: Any) -> Any:
 
 CALLS: dict[str, Any] = {
     "kmeans_fit": lambda: _core.kmeans_fit(X, None, "k-means++", 3, 1, 50, 0.0, "hartigan", 0),
-    "inference_nb_test": lambda: _core.inference_nb_test(np.array([0.3, 0.4, 0.2, 0.5]), 0.25, 10.0),
     "inference_gate": lambda: _core.inference_gate(X),
     "inference_route": lambda: _core.inference_route(X, None, "auto", False, "pls", 1, False),
     "inference_route_from_gate": lambda: _core.inference_route_from_gate(40.0, 2.0, 6, "nb", False, "ridge", 1, False),

@@ -19,21 +19,6 @@ type Idx<'py> = Bound<'py, PyArray1<i64>>;
 
 // ---- results ---------------------------------------------------------------------------------
 
-/// `inference_nb_test` (`_core.pyi`: `NbTestDict`).
-#[derive(IntoPyObject)]
-struct NbTest {
-    z_mean: f64,
-    z_sd: f64,
-    se: f64,
-    statistic: f64,
-    t: f64,
-    df: f64,
-    p_value: f64,
-    rho_hat: f64,
-    ci_low: f64,
-    ci_high: f64,
-}
-
 /// `inference_gate` (`GateDict`).
 #[derive(IntoPyObject)]
 struct Gate {
@@ -308,25 +293,6 @@ fn inference_nb_permutation<'py>(
 }
 
 // ---- tests on per-split r --------------------------------------------------------------------
-
-/// NB-asymptotic test on per-split r. `n_test` (mean test size) enables ρ̂ (unweighted only).
-#[pyfunction]
-#[pyo3(signature = (r, ratio, n_test, level=0.95))]
-fn inference_nb_test(r: PyReadonlyArray1<'_, f64>, ratio: f64, n_test: Option<f64>, level: f64) -> PyResult<NbTest> {
-    let res = nb::nb_test(slice1(&r, "r")?, ratio, n_test, level).py()?;
-    Ok(NbTest {
-        z_mean: res.z_mean,
-        z_sd: res.z_sd,
-        se: res.se,
-        statistic: res.statistic,
-        t: res.t,
-        df: res.df,
-        p_value: res.p_value,
-        rho_hat: res.rho_hat,
-        ci_low: res.ci_low,
-        ci_high: res.ci_high,
-    })
-}
 
 /// Mean Fisher z of per-split correlations (the permutation statistic).
 #[pyfunction]
@@ -661,7 +627,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inference_permutation, m)?)?;
     m.add_function(wrap_pyfunction!(inference_split_correlations, m)?)?;
     m.add_function(wrap_pyfunction!(inference_nb_permutation, m)?)?;
-    m.add_function(wrap_pyfunction!(inference_nb_test, m)?)?;
     m.add_function(wrap_pyfunction!(inference_mean_z, m)?)?;
     m.add_function(wrap_pyfunction!(inference_gate, m)?)?;
     m.add_function(wrap_pyfunction!(inference_route, m)?)?;

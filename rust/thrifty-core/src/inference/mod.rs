@@ -3,10 +3,10 @@
 //! corrected t-test on Fisher-z (`nb`), its permutation twin with splits held fixed (`perm`), the
 //! pre-run gate, built-in baselines (`baselines`) and varimax rotation (`varimax`).
 //!
-//! Layers (each imports only those above it): `special`, `splits` (split and permutation
-//! primitives) and `route` (gate rules, scaling, learner rule, method resolution) at the bottom;
-//! `fit`; `nb` and `pls2`; `perm`; `baselines` and `blocks`; `run` (the whole test, which the C ABI
-//! and the Python layer call) on top.
+//! Layers (each imports only those listed before it): `special`, `splits` (split and permutation
+//! primitives), `route` (gate rules, scaling, learner rule, method resolution) and `fit` at the
+//! bottom; then `nb`, `perm` and `baselines`; then `pls2` and `blocks`; `run` (the whole test, which
+//! the C ABI and the Python layer call) on top.
 //!
 //! Formulas: `shared/reference/pls.md`. Every random choice comes from `rng::stream(seed, task)`
 //! (split j: task j; permutation b: task `splits::PERM_STREAM + b`; folds: `baselines::FOLD_STREAM`),
