@@ -108,7 +108,25 @@ _F1 = npt.NDArray[np.float64]
 _F2 = npt.NDArray[np.float64]
 _I1 = npt.NDArray[np.int64]
 
-class NbTestDict(TypedDict):
+class GateDict(TypedDict):
+    n_eff: float
+    stable_rank: float
+    n_columns: int
+    reroute: bool
+    reasons: list[str]
+
+class RouteDict(TypedDict):
+    run: str
+    n_eff: float
+    stable_rank: float
+    n_columns: int
+    reroute: bool
+    reasons: list[str]
+    forced: bool
+    rerouted: bool
+    warning: str | None
+
+class NbOutcomeDict(TypedDict):
     z_mean: float
     z_sd: float
     se: float
@@ -119,13 +137,9 @@ class NbTestDict(TypedDict):
     rho_hat: float
     ci_low: float
     ci_high: float
-
-class GateDict(TypedDict):
-    n_eff: float
-    stable_rank: float
-    n_columns: int
-    reroute: bool
-    reasons: list[str]
+    n_undefined: int
+    n_train: float
+    n_test: float
 
 class PlsFitDict(TypedDict):
     coef: _F1
@@ -192,9 +206,32 @@ def inference_nb_permutation(
     refit: bool = False,
     n_jobs: int | None = None,
 ) -> _F1: ...
-def inference_nb_test(r: _F1, ratio: float, n_test: float | None, level: float = 0.95) -> NbTestDict: ...
 def inference_mean_z(r: _F1) -> float: ...
 def inference_gate(x: _F2, sample_weight: _F1 | None = None) -> GateDict: ...
+def inference_route(
+    x: _F2,
+    sample_weight: _F1 | None,
+    method: str,
+    force: bool,
+    learner: str,
+    n_components: int,
+    multi: bool,
+    sequence: bool = False,
+) -> RouteDict: ...
+def inference_route_from_gate(
+    n_eff: float,
+    stable_rank: float,
+    n_columns: int,
+    method: str,
+    force: bool,
+    learner: str,
+    n_components: int,
+    multi: bool,
+    sequence: bool = False,
+) -> RouteDict: ...
+def inference_nb_outcome(r: _F1, n_train: _F1, n: int, level: float, rho_hat_defined: bool) -> NbOutcomeDict: ...
+def inference_permutation_p(observed: float, null: _F1) -> float: ...
+def inference_power_of_two_scaled(a: _F2, per_column: bool) -> _F2: ...
 def inference_pls_fit(x: _F2, y: _F1, sample_weight: _F1 | None, n_components: int) -> PlsFitDict: ...
 def inference_deflate(x: _F2, y: _F1, sample_weight: _F1 | None, n_components: int) -> tuple[_F2, _F1]: ...
 def inference_cv_permutation(

@@ -168,7 +168,7 @@ def test_core_validates_too():
     with pytest.raises(ValueError):
         _core.inference_draw_splits(4, 1, 10, 0)
     with pytest.raises(ValueError):
-        _core.inference_nb_test(np.array([0.1]), 1.0, None)
+        _core.inference_nb_outcome(np.array([0.1]), np.array([20.0]), 40, 0.95, False)
     with pytest.raises(ValueError):
         _core.inference_pls_fit(X, y, None, 0)
     with pytest.raises(ValueError):

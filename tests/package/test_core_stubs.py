@@ -57,6 +57,8 @@ def _kind_ok(value: Any, annotation: str) -> bool:
         return "int" in options
     if isinstance(value, float):
         return "float" in options
+    if isinstance(value, str):
+        return "str" in options
     if isinstance(value, list):
         return any(a.startswith("list") for a in options)
     return False
@@ -78,8 +80,12 @@ def _tsqr_whitening(x: Any) -> Any:
 
 CALLS: dict[str, Any] = {
     "kmeans_fit": lambda: _core.kmeans_fit(X, None, "k-means++", 3, 1, 50, 0.0, "hartigan", 0),
-    "inference_nb_test": lambda: _core.inference_nb_test(np.array([0.3, 0.4, 0.2, 0.5]), 0.25, 10.0),
     "inference_gate": lambda: _core.inference_gate(X),
+    "inference_route": lambda: _core.inference_route(X, None, "auto", False, "pls", 1, False),
+    "inference_route_from_gate": lambda: _core.inference_route_from_gate(40.0, 2.0, 6, "nb", False, "ridge", 1, False),
+    "inference_nb_outcome": lambda: _core.inference_nb_outcome(
+        np.array([0.3, np.nan, 0.2, 0.5]), np.full(4, 20.0), 40, 0.95, True
+    ),
     "inference_pls_fit": lambda: _core.inference_pls_fit(X, Y, None, 2),
     "inference_pls2_fit": lambda: _core.inference_pls2_fit(X, Y2, None, 2),
     "inference_jackknife": lambda: _core.inference_jackknife(X, Y, None, 2, 5, 0),

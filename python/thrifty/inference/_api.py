@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -29,6 +28,23 @@ from thrifty._validation import (
     seed_from_random_state,
 )
 from thrifty.inference import _dask_array, _distributed
+from thrifty.inference._problem import (
+    LEARNERS,
+    ConstantColumnWarning,
+    GateWarning,
+    Learner,
+    LearnerArg,
+    Problem,
+    Route,
+    UndefinedSplitWarning,
+    check_splits,
+    gate_decision,
+    local_split_statistics,
+    null_mean_z_refit,
+    power_of_two_scaled,
+    route_of,
+    split_test_result,
+)
 from thrifty.inference._results import (
     BaselineResult,
     ComponentTestsResult,
@@ -44,31 +60,10 @@ _from_pandas, _check_xy, _check_weights = from_pandas, check_xy, check_sample_we
 
 Method = Literal["auto", "nb", "nb-permutation", "cv-permutation-q2", "permutation-score", "jackknife"]
 Backend = Literal["local", "joblib", "dask"]
-LearnerArg = str | npt.ArrayLike | Callable[[FloatArray, FloatArray], Any] | Any
 
 METHODS = ("auto", "nb", "nb-permutation", "cv-permutation-q2", "permutation-score", "jackknife")
-LEARNERS = ("pls", "spca", "ridge")
 
-
-class GateWarning(UserWarning):
-    """The pre-run gate rerouted the NB-asymptotic test to the NB-permutation test."""
-
-
-class ConstantColumnWarning(UserWarning):
-    """X has constant columns; they are dropped from every fit (their standardised values are 0)."""
-
-
-class UndefinedSplitWarning(UserWarning):
-    """The held-out correlation is undefined on some splits (constant test response or prediction)."""
-
-
-def _scaled_by_power_of_two(a: FloatArray, axis: int | None = 0) -> FloatArray:
-    """``a`` rescaled exactly by powers of two (per column with ``axis=0``, globally with ``None``)
-    so that its largest |value| is about 1; ``a`` itself when it is already well scaled."""
-    e = power_of_two_scale(a, axis)
-    if np.all(np.abs(e) < 64):
-        return a
-    return np.ascontiguousarray(np.ldexp(a, -e.astype(np.int64)))
+__all__ = ["ConstantColumnWarning", "GateWarning", "UndefinedSplitWarning"]  # defined in _problem
 
 
 # ------------------------------------------------------------------------------------------------
@@ -87,103 +82,6 @@ def _warn_constant_columns(x: FloatArray) -> None:
         )
         if const.size == x.shape[1]:
             raise ValueError("every column of X is constant; there is nothing to learn from")
-
-
-def _is_transformer(obj: Any) -> bool:
-    return hasattr(obj, "fit") and hasattr(obj, "transform")
-
-
-class _Learner:
-    """Normalised ``learner`` argument. ``k`` is the number of directions; for a transformer or a
-    callable given without ``n_components`` it is read from the first fit (``k_known`` False until then)."""
-
-    def __init__(self, learner: LearnerArg, n_components: int | None, p: int) -> None:
-        self.basis: FloatArray | None = None
-        self.func: Callable[[FloatArray, FloatArray], Any] | None = None
-        self.transformer: Any = None
-        self.k = 1 if n_components is None else n_components
-        self.k_known = n_components is not None
-        if isinstance(learner, str):
-            if learner not in LEARNERS:
-                raise ValueError(f"learner must be one of {LEARNERS}, a basis array, a callable or a transformer, got {learner!r}")
-            self.kind = learner
-            self.core = learner
-            self.k_known = True
-        elif _is_transformer(learner):
-            self.kind = "transformer"
-            self.core = "basis"
-            self.transformer = learner
-            declared = getattr(learner, "n_components", None)
-            if not self.k_known and isinstance(declared, numbers.Integral) and not isinstance(declared, bool):
-                self.k, self.k_known = int(declared), True
-        elif callable(learner):
-            self.kind = "callable"
-            self.core = "bases"
-            self.func = learner
-        else:
-            b = np.asarray(learner)
-            if b.dtype.kind not in "biuf":
-                raise TypeError(f"learner must be a name, a basis array, a callable or a transformer, got {type(learner).__name__}")
-            if b.ndim == 1:
-                b = b[:, None]
-            if b.ndim != 2 or b.shape[0] != p:
-                raise ValueError(f"a basis learner must have shape (n_features={p}, k), got {b.shape}")
-            if n_components is not None and n_components != b.shape[1]:
-                raise ValueError(f"n_components={n_components} does not match the basis' {b.shape[1]} columns")
-            self.basis = check_finite_matrix(b, "learner", np.float64)
-            self.k, self.k_known = b.shape[1], True
-            self.kind = "basis"
-            self.core = "basis"
-        if self.k > p:
-            raise ValueError(f"n_components={self.k} exceeds the number of features ({p})")
-
-    def check_k(self, got: int, what: str) -> None:
-        """Check a fitted learner's number of directions/scores against ``n_components``."""
-        if not self.k_known:
-            self.k, self.k_known = got, True
-        elif got != self.k:
-            raise ValueError(
-                f"the {what} returned {got} directions/scores per sample, but n_components={self.k}; "
-                "pass the matching n_components (or leave it None)"
-            )
-
-    def call_basis(self, x_tr: FloatArray, y_tr: FloatArray) -> FloatArray:
-        assert self.func is not None
-        b = np.asarray(self.func(x_tr.copy(), y_tr.copy()), dtype=np.float64)
-        if b.ndim == 1:
-            b = b[:, None]
-        if b.ndim != 2 or b.shape[0] != x_tr.shape[1]:
-            raise ValueError(
-                f"the learner callable must return a basis of shape ({x_tr.shape[1]}, k), got {b.shape}"
-            )
-        self.check_k(b.shape[1], "learner callable")
-        if not np.isfinite(b).all():
-            raise ValueError("the learner callable returned NaN or infinity")
-        return np.ascontiguousarray(b)
-
-
-def _check_splits(splits: Any, n: int) -> list[IntArray]:
-    if isinstance(splits, np.ndarray) and splits.ndim == 2 or isinstance(splits, (list, tuple)):
-        items = list(splits)
-    else:
-        raise TypeError("splits must be a sequence of train-index arrays")
-    if len(items) < 2:
-        raise ValueError(f"splits must hold at least 2 train-index arrays, got {len(items)}")
-    out = []
-    for j, t in enumerate(items):
-        a = np.asarray(t)
-        if a.ndim != 1 or a.size == 0:
-            raise ValueError(f"splits[{j}] must be a non-empty 1-D array of train indices")
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"splits[{j}] must hold integer indices, got dtype {a.dtype}")
-        if (a < 0).any() or (a >= n).any():
-            raise ValueError(f"splits[{j}] has indices outside [0, {n})")
-        if np.unique(a).size != a.size:
-            raise ValueError(f"splits[{j}] repeats an index")
-        if n - a.size < 3:
-            raise ValueError(f"splits[{j}] leaves {n - a.size} test rows; at least 3 are needed")
-        out.append(np.ascontiguousarray(a, dtype=np.int64))
-    return out
 
 
 def _progress_bar(progress: bool | None, total: int, desc: str, heavy: bool) -> Any:
@@ -221,59 +119,10 @@ def check_gate(X: npt.ArrayLike, sample_weight: npt.ArrayLike | None = None) -> 
     x = check_finite_matrix(_from_pandas(X), "X", np.float64, min_rows=2)
     sample_weight = _from_pandas(sample_weight)
     w = None if sample_weight is None else check_finite_vector(sample_weight, "sample_weight", length=x.shape[0])
-    return _gate(_scaled_by_power_of_two(x), w)
+    return gate_decision(power_of_two_scaled(x), w)
 
 
-def _gate(x: FloatArray, w: FloatArray | None) -> GateDecision:
-    g = _core.inference_gate(x, w)
-    return GateDecision(
-        n_eff=float(g["n_eff"]),
-        stable_rank=float(g["stable_rank"]),
-        n_columns=int(g["n_columns"]),
-        reroute=bool(g["reroute"]),
-        reasons=tuple(g["reasons"]),
-    )
-
-
-# ------------------------------------------------------------------------------------------------
-# per-split statistic for every learner kind
-
-
-def _split_rs(pb: _Problem, trains: list[IntArray], perm: IntArray | None = None) -> FloatArray:
-    """Held-out r of every split (NaN where undefined) for y, or for y[perm]."""
-    lr = pb.lr
-    ys = pb.ys if perm is None else np.ascontiguousarray(pb.ys[perm])
-    if lr.kind in LEARNERS or lr.kind == "basis":
-        return np.asarray(_core.inference_split_correlations(
-            pb.xs, ys, pb.w, lr.core, lr.k, trains, basis=lr.basis, rotate=pb.rot, ridge_alpha=pb.ridge_alpha,
-            spca_n_features=pb.spca_n_features, n_jobs=pb.jobs,
-        ))
-    yu = pb.y if perm is None else pb.y[perm]
-    if lr.kind == "callable":
-        bases = [lr.call_basis(pb.x[t], yu[t]) for t in trains]
-        return np.asarray(_core.inference_split_correlations(
-            pb.xs, ys, pb.w, "bases", lr.k, trains, bases=bases, rotate=pb.rot, n_jobs=pb.jobs
-        ))
-    from sklearn.base import clone
-
-    rs = np.empty(len(trains))
-    for j, t in enumerate(trains):
-        est = clone(lr.transformer).fit(pb.x[t], yu[t])
-        s = np.asarray(est.transform(pb.x), dtype=np.float64)
-        if s.ndim == 1:
-            s = s[:, None]
-        if s.ndim != 2 or s.shape[0] != pb.x.shape[0]:
-            raise ValueError(f"the transformer must return scores of shape (n_samples, k), got {s.shape}")
-        lr.check_k(s.shape[1], "transformer")
-        if not np.isfinite(s).all():
-            raise ValueError("the transformer returned NaN or infinity")
-        s = np.ascontiguousarray(_scaled_by_power_of_two(s))
-        eye = np.eye(s.shape[1])
-        rs[j] = _core.inference_split_correlations(s, ys, pb.w, "basis", s.shape[1], [t], basis=eye, n_jobs=pb.jobs)[0]
-    return rs
-
-
-def _nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int) -> FloatArray:
+def _nb_permutation_null(pb: Problem, trains: list[IntArray], n_perm: int) -> FloatArray:
     """Mean Fisher z over the fixed splits for permutations 0..n_perm of y (permutation b as the core draws it)."""
     lr = pb.lr
     n = pb.x.shape[0]
@@ -295,7 +144,7 @@ def _nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int) -> F
                     ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, n_jobs=pb.jobs,
                 )
             else:
-                out[start] = _null_mean_z_refit(pb, trains, start)
+                out[start] = null_mean_z_refit(pb, trains, start)
             start += count
             if bar is not None:
                 bar.update(count)
@@ -303,18 +152,6 @@ def _nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int) -> F
         if bar is not None:
             bar.close()
     return out
-
-
-def _null_mean_z_refit(pb: _Problem, trains: list[IntArray], b: int) -> float:
-    """Mean Fisher z of permutation b, refitting every split (PLS2, callables, transformers)."""
-    perm = _core.inference_permutation(pb.x.shape[0], pb.seed, b)
-    if pb.multi:
-        rs = np.asarray(_core.inference_pls2_split_correlations(
-            pb.xs, np.ascontiguousarray(pb.ys[perm]), pb.w, pb.lr.k, trains, pb.jobs
-        ))
-    else:
-        rs = _split_rs(pb, trains, perm)
-    return float(_core.inference_mean_z(np.ascontiguousarray(rs, dtype=np.float64)))
 
 
 def subspace_test(
@@ -486,36 +323,11 @@ test_problem.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 # the named steps of subspace_test (shared with component_tests and PLSInference.fit)
 
 
-@dataclasses.dataclass
-class _Problem:
-    """Validated data and options of one test (the output of :func:`_prepare_problem`)."""
-
-    x: FloatArray
-    y: FloatArray
-    w: FloatArray | None
-    lr: _Learner
-    xs: FloatArray  # x and y as the core sees them: rescaled exactly by powers of two (badly scaled data)
-    ys: FloatArray
-    multi: bool
-    rotate: str | None
-    level: float
-    ridge_alpha: float
-    spca_n_features: int
-    seed: int
-    jobs: int | None
-    progress: bool | None
-    backend: str | None = None  # None: this process; else the joblib backend of the split/permutation work
-
-    @property
-    def rot(self) -> str:
-        return "none" if self.rotate is None else self.rotate
-
-
 def _prepare_problem(
     X: Any, y: Any, n_components: Any, learner: Any, sample_weight: Any, rotate: Any, confidence_level: Any,
     ridge_alpha: Any, spca_n_features: Any, random_state: RandomState, n_jobs: Any, progress: Any,
     backend: Any,
-) -> _Problem:
+) -> Problem:
     x, yv, w = _check_xy(X, y, sample_weight, allow_multi=True)
     n, p = x.shape
     k = None if n_components is None else check_int(n_components, "n_components", 1)
@@ -535,78 +347,20 @@ def _prepare_problem(
     jobs = check_inference_n_jobs(n_jobs)
     run_on = _distributed.resolve_backend(backend)
     seed = seed_from_random_state(random_state)
-    lr = _Learner(learner, k, p)
+    lr = Learner(learner, k, p)
     if n < lr.k + 5:
         raise ValueError(
             f"X has {n} rows, too few for n_components={lr.k}: need at least n_components + 5 = {lr.k + 5}"
         )
     _warn_constant_columns(x)
     # standardising learners are invariant to per-column scaling, the others to a global one
-    xs = _scaled_by_power_of_two(x, 0 if lr.kind in LEARNERS else None)
-    ys = _scaled_by_power_of_two(yv, 0 if multi else None)
+    xs = power_of_two_scaled(x, lr.kind in LEARNERS)
+    ys = power_of_two_scaled(yv, multi)
     show = None if progress is None else bool(progress)
-    return _Problem(x, yv, w, lr, xs, ys, multi, rotate, level, alpha_ridge, nfeat, seed, jobs, show, run_on)
+    return Problem(x, yv, w, lr, xs, ys, multi, rotate, level, alpha_ridge, nfeat, seed, jobs, show, run_on)
 
 
-# Where the NB-asymptotic test is calibrated (benches/calibration_inference.py, two-sided, >= 2000
-# null replicates per cell): PLS1 with one component on n_eff >= NB_MIN_N_EFF rows. The Nadeau–Bengio
-# factor n_test/n_train is right when the split statistics of one data set are correlated about 1/2
-# under the null (then Var(mean z) = s_z^2 (1/J + 1)); for PLS1 at k = 1 they are (0.47-0.51 at
-# n >= 100). Ridge probes, supervised PCA, fixed bases, callables and transformers learn directions
-# that change more from split to split (null correlation 0.14-0.36), PLS with k >= 2 and PLS2 less so
-# (about 0.43), and small samples are off too: the NB test is then conservative (size 0-3.6% at 5%)
-# and loses power, so ``method="auto"`` runs the NB-permutation test for them. With a dominant factor
-# (stable rank of the standardised X below NB_MIN_STABLE_RANK: the decaying-spectrum and single-factor
-# designs of the table) PLS1's null correlation drifts below 1/2 as well and the NB test's power falls
-# up to 3 points below the permutation test's; those designs get the permutation test too (it costs
-# milliseconds for PLS1 through the Gram routes).
-NB_MIN_N_EFF = 60.0
-NB_MIN_STABLE_RANK = 8.0
-
-
-def _nb_learner_reason(pb: _Problem, gate: GateDecision | None = None) -> str | None:
-    """Why the NB-asymptotic correction does not hold for this learner, size and spectrum (None: it holds)."""
-    return nb_reason(pb.multi, pb.lr.kind, pb.lr.k, _kish(pb.w, pb.x.shape[0]), gate)
-
-
-def nb_reason(multi: bool, kind: str, k: int, n_eff: float, gate: GateDecision | None) -> str | None:
-    """:func:`_nb_learner_reason` from the facts it depends on."""
-    why = "the Nadeau-Bengio correction assumes split statistics correlated about 1/2 under the null"
-    if multi:
-        return f"PLS2 (multi-column y): {why}, which PLS2's are not"
-    if kind != "pls":
-        return f"learner={kind!r}: {why}, which this learner's are not (its directions vary more between splits)"
-    if k != 1:
-        return f"n_components={k}: {why}, which PLS's are only with one component"
-    if n_eff < NB_MIN_N_EFF:
-        return f"n_eff = {n_eff:.1f} < {NB_MIN_N_EFF:g}: {why}, which PLS's are only from about {NB_MIN_N_EFF:g} rows"
-    if gate is not None and GATE_MIN_STABLE_RANK <= gate.stable_rank < NB_MIN_STABLE_RANK:
-        return (
-            f"stable rank = {gate.stable_rank:.2f} < {NB_MIN_STABLE_RANK:g}: {why}, which PLS's are not when one "
-            "factor dominates X (the NB test would lose power)"
-        )
-    return None
-
-
-GATE_MIN_STABLE_RANK = 3.0  # the design gate's own rule (thrifty-core nb::GATE_MIN_STABLE_RANK)
-
-
-def _kish(w: FloatArray | None, n: int) -> float:
-    if w is None:
-        return float(n)
-    return float(w.sum() ** 2 / np.sum(w * w))
-
-
-@dataclasses.dataclass(frozen=True)
-class _Route:
-    """Step 1's answer: the test to run, the one the user asked for, and the gate decision."""
-
-    run: str
-    requested: str
-    gate: GateDecision
-
-
-def _resolve_route(pb: _Problem, method: Any, force: Any, sequence: bool = False) -> _Route:
+def _resolve_route(pb: Problem, method: Any, force: Any, sequence: bool = False) -> Route:
     """Step 1 of :func:`subspace_test` (and of :func:`component_tests` with ``sequence``): check
     ``method`` and ``force``, query the gate and resolve ``"auto"``/``"nb"``; warns
     (:class:`GateWarning`) when the route changes for a design reason or ``"nb"`` was asked for."""
@@ -617,53 +371,29 @@ def _resolve_route(pb: _Problem, method: Any, force: Any, sequence: bool = False
         raise ValueError(f"a multi-column y (PLS2) supports method 'auto', 'nb' or 'nb-permutation', got {method!r}")
     if not isinstance(force, (bool, np.bool_)):
         raise TypeError(f"force must be a bool, got {type(force).__name__}")
-    gate = _gate(pb.xs, pb.w)
-    run, gate, message = resolve_gate(method, bool(force), gate, _nb_learner_reason(pb, gate))
+    route, message = route_of(
+        _core.inference_route(pb.xs, pb.w, method, bool(force), pb.lr.kind, pb.lr.k, pb.multi, sequence), method
+    )
     if message is not None:
-        if sequence:
-            message = message.replace("running the NB-permutation", "the whole sequence uses the NB-permutation")
         warnings.warn(message, GateWarning, stacklevel=3)
-    return _Route(run, method, gate)
-
-
-def resolve_gate(
-    method: str, force: bool, gate: GateDecision, learner_reason: str | None
-) -> tuple[str, GateDecision, str | None]:
-    """Resolve ``"auto"``/``"nb"`` through the gate: (test to run, gate decision, warning or None).
-
-    The design rules (n_eff, stable rank, columns) warn when they reroute; the learner rule reroutes
-    ``"auto"`` silently (the reason is in ``gate.reasons``) and warns when ``"nb"`` was asked for.
-    """
-    if method not in ("auto", "nb"):
-        return method, gate, None
-    reasons = gate.reasons + ((learner_reason,) if learner_reason else ())
-    fires = bool(reasons)
-    if fires and not force:
-        message = None
-        if gate.reroute or method == "nb":
-            message = (
-                "NB-asymptotic approximation not trusted for this design (" + "; ".join(reasons)
-                + "): running the NB-permutation test instead (force=True overrides)"
-            )
-        return "nb-permutation", dataclasses.replace(gate, reroute=True, reasons=reasons, rerouted=True), message
-    return "nb", dataclasses.replace(gate, reroute=fires, reasons=reasons, forced=fires), None
+    return route
 
 
 def _run(
-    pb: _Problem, route: _Route, n_splits: Any, splits: Any, n_perm: Any, n_folds: Any
+    pb: Problem, route: Route, n_splits: Any, splits: Any, n_perm: Any, n_folds: Any
 ) -> SubspaceTestResult | BaselineResult:
     """Steps 2 and 3 of :func:`subspace_test`: the split test on drawn or given splits, or a baseline."""
     if route.run in ("nb", "nb-permutation"):
-        trains = _draw_or_check_splits(pb, n_splits, splits)
+        trains = _draw_orcheck_splits(pb, n_splits, splits)
         B = _check_n_perm(n_perm, pb.x.shape[0]) if route.run == "nb-permutation" else 0
         return _run_split_test(pb, route, trains, B)
     return _run_baseline(pb, route, n_folds, n_perm)
 
 
-def _draw_or_check_splits(pb: _Problem, n_splits: Any, splits: Any) -> list[IntArray]:
+def _draw_orcheck_splits(pb: Problem, n_splits: Any, splits: Any) -> list[IntArray]:
     n = pb.x.shape[0]
     if splits is not None:
-        trains = _check_splits(splits, n)
+        trains = check_splits(splits, n)
         if any(t.size < pb.lr.k + 2 for t in trains):
             raise ValueError(f"every split needs at least n_components + 2 = {pb.lr.k + 2} train rows")
         return trains
@@ -678,18 +408,14 @@ def _check_n_perm(n_perm: Any, n: int) -> int:
     return B
 
 
-def _split_statistics(pb: _Problem, trains: list[IntArray]) -> FloatArray:
+def _split_statistics(pb: Problem, trains: list[IntArray]) -> FloatArray:
     """Held-out r of every split (NaN where undefined)."""
     if pb.backend is not None:
         return _distributed.split_statistics(pb, trains)
-    if pb.multi:
-        rs = _core.inference_pls2_split_correlations(pb.xs, pb.ys, pb.w, pb.lr.k, trains, pb.jobs)
-    else:
-        rs = _split_rs(pb, trains)
-    return np.asarray(rs, dtype=np.float64)
+    return local_split_statistics(pb, trains)
 
 
-def _run_split_test(pb: _Problem, route: _Route, trains: list[IntArray], B: int) -> SubspaceTestResult:
+def _run_split_test(pb: Problem, route: Route, trains: list[IntArray], B: int) -> SubspaceTestResult:
     """Step 2: the NB-asymptotic (``B = 0``) or NB-permutation test on the given splits."""
     rs = _split_statistics(pb, trains)
     null = None if route.run != "nb-permutation" else lambda: _nb_permutation_null(pb, trains, B)
@@ -700,81 +426,7 @@ def _run_split_test(pb: _Problem, route: _Route, trains: list[IntArray], B: int)
     )
 
 
-def split_test_result(
-    rs: FloatArray, n_train: FloatArray, n: int, route: _Route, B: int, null_fn: Callable[[], FloatArray] | None, *,
-    level: float, rho_hat_defined: bool, k: int, learner: str, seed: int, trains: tuple[IntArray, ...],
-    rotate: str | None,
-) -> SubspaceTestResult:
-    """The NB test on the per-split ``rs`` (train sizes ``n_train``), the permutation p-value from
-    ``null_fn()`` when the route is the NB-permutation test."""
-    method = route.run
-    defined = np.isfinite(rs)
-    n_undefined = int(rs.size - defined.sum())
-    if defined.sum() < 2:
-        raise ValueError(
-            f"the held-out correlation is undefined on {n_undefined} of {rs.size} splits (a constant test "
-            "response or prediction); at least 2 splits must define it"
-        )
-    if n_undefined:
-        warnings.warn(
-            f"the held-out correlation is undefined on {n_undefined} of {rs.size} splits (a constant test "
-            "response or prediction); they are left out of the test (n_undefined on the result)",
-            UndefinedSplitWarning,
-            stacklevel=3,
-        )
-    n_tr = n_train[defined]
-    n_te = n - n_tr
-    ratio = float(np.mean(n_te / n_tr))
-    # rho_hat's Fisher null variance 1/(n_test - 3) holds for a single unweighted response only
-    nb = _core.inference_nb_test(
-        np.ascontiguousarray(rs[defined]), ratio, float(np.mean(n_te)) if rho_hat_defined else None, level
-    )
-    ci = (float(nb["ci_low"]), float(nb["ci_high"]))
-    if not float(nb["z_sd"]) > 0.0:
-        warnings.warn(
-            "the split correlations do not vary between splits, so the NB standard error is 0: "
-            "the confidence interval is undefined (NaN)",
-            UndefinedSplitWarning,
-            stacklevel=3,
-        )
-        ci = (math.nan, math.nan)
-    null = None
-    p_value = float(nb["p_value"])
-    if method == "nb-permutation" and null_fn is not None:
-        null = null_fn()
-        exceed = np.count_nonzero(~np.isfinite(null) | (null >= float(nb["z_mean"])))
-        p_value = (1.0 + exceed) / (B + 1.0)
-    return SubspaceTestResult(
-        method=method,
-        requested_method=route.requested,
-        pvalue=p_value,
-        statistic=float(nb["statistic"]),
-        t=float(nb["t"]),
-        df=float(nb["df"]),
-        r=rs,
-        z_mean=float(nb["z_mean"]),
-        z_sd=float(nb["z_sd"]),
-        se=float(nb["se"]),
-        rho_hat=float(nb["rho_hat"]),
-        r2=float(nb["statistic"]) ** 2,
-        ci=ci,
-        confidence_level=level,
-        n_components=k,
-        learner=learner,
-        n_splits=int(rs.size),
-        n_perm=B,
-        n_train=float(n_tr.mean()),
-        n_test=float(n_te.mean()),
-        null_distribution=null,
-        gate=route.gate,
-        seed_=seed,
-        train_indices=trains,
-        rotate=rotate,
-        n_undefined=n_undefined,
-    )
-
-
-def _run_baseline(pb: _Problem, route: _Route, n_folds: Any, n_perm: Any) -> BaselineResult:
+def _run_baseline(pb: Problem, route: Route, n_folds: Any, n_perm: Any) -> BaselineResult:
     """Step 3: one of the CV baselines or the jackknife."""
     method = route.run
     x, yv, w, lr, k = pb.xs, pb.ys, pb.w, pb.lr, pb.lr.k
@@ -804,9 +456,8 @@ def _run_baseline(pb: _Problem, route: _Route, n_folds: Any, n_perm: Any) -> Bas
     pooled = method == "cv-permutation-q2"
     if pb.backend is not None:
         observed, null_arr = _distributed.cv_permutation(pb, lr.core, folds, B, _perm_chunk(B, n, False), pooled)
-        exceed = np.count_nonzero(~np.isfinite(null_arr) | (null_arr >= observed))
         return BaselineResult(
-            method=method, pvalue=(1.0 + exceed) / (B + 1.0), statistic=float(observed), df=math.nan,
+            method=method, pvalue=_core.inference_permutation_p(float(observed), null_arr), statistic=float(observed), df=math.nan,
             n_perm=B, null_distribution=null_arr, **common,
         )
     bar = _progress_bar(pb.progress, B, method, heavy=B * folds * n * x.shape[1] > 1e8)
@@ -828,9 +479,8 @@ def _run_baseline(pb: _Problem, route: _Route, n_folds: Any, n_perm: Any) -> Bas
     finally:
         if bar is not None:
             bar.close()
-    exceed = np.count_nonzero(~np.isfinite(null_arr) | (null_arr >= observed))
     return BaselineResult(
-        method=method, pvalue=(1.0 + exceed) / (B + 1.0), statistic=float(observed), df=math.nan,
+        method=method, pvalue=_core.inference_permutation_p(float(observed), null_arr), statistic=float(observed), df=math.nan,
         n_perm=B, null_distribution=null_arr, **common,
     )
 
@@ -914,7 +564,7 @@ def component_tests(
         raise TypeError(f"force must be a bool, got {type(force).__name__}")
     # step 1 once, on the undeflated X (every step is a one-component PLS1 test)
     route = _resolve_route(pb, method, force, sequence=True)
-    trains = _draw_or_check_splits(pb, n_splits, splits)
+    trains = _draw_orcheck_splits(pb, n_splits, splits)
     B = _check_n_perm(n_perm, n) if route.run == "nb-permutation" else 0
     steps: list[SubspaceTestResult] = []
     pvals: list[float] = []
@@ -929,7 +579,7 @@ def component_tests(
             if np.ptp(yr) <= 1e-12 * np.abs(yr).max(initial=0.0):
                 break
             xr, yr = np.asarray(xr), np.asarray(yr)
-            step = dataclasses.replace(pb, x=xr, y=yr, xs=_scaled_by_power_of_two(xr), ys=_scaled_by_power_of_two(yr, None))
+            step = dataclasses.replace(pb, x=xr, y=yr, xs=power_of_two_scaled(xr), ys=power_of_two_scaled(yr, False))
         try:
             res = _run_split_test(step, route, trains, B)
         except ValueError:

@@ -34,9 +34,11 @@ from thrifty._validation import (
     check_finite_vector,
     check_float,
     check_int,
+    from_pandas,
     seed_from_random_state,
 )
-from thrifty.inference._results import FloatArray, GateDecision, SubspaceTestResult
+from thrifty.inference._problem import ConstantColumnWarning, GateWarning, check_splits, route_of, split_test_result
+from thrifty.inference._results import FloatArray, SubspaceTestResult
 
 UNSUPPORTED = (
     "{what} does not take a dask.array: call .compute() for a NumPy array that fits in memory, or use "
@@ -243,9 +245,7 @@ def _check_y(y: Any, n: int) -> Any:
         if y.shape[0] != n:
             raise ValueError(f"X and y have different lengths: X has {n} rows, y has {y.shape[0]} values")
         return y
-    from thrifty.inference._api import _from_pandas
-
-    yv = np.asarray(_from_pandas(y))
+    yv = np.asarray(from_pandas(y))
     if yv.ndim == 2 and yv.shape[1] == 1:
         yv = yv[:, 0]
     yv = check_finite_vector(yv, "y")
@@ -261,9 +261,7 @@ def _split_mask(n: int, n_splits: Any, splits: Any, seed: int) -> tuple[Any, int
         if j > MAX_SPLITS:
             raise ValueError(f"n_splits={j} exceeds {MAX_SPLITS}, the most a dask-array X supports (one bit per split)")
         return np.asarray(_core.inference_train_mask(n, 1, j, seed)), j
-    from thrifty.inference._api import _check_splits
-
-    trains = _check_splits(splits, n)
+    trains = check_splits(splits, n)
     if len(trains) > MAX_SPLITS:
         raise ValueError(f"splits holds {len(trains)} splits; a dask-array X supports at most {MAX_SPLITS}")
     if any(t.size < 3 for t in trains):
@@ -274,10 +272,10 @@ def _split_mask(n: int, n_splits: Any, splits: Any, seed: int) -> tuple[Any, int
     return mask, len(trains)
 
 
-def _gate(n: int, p: int, mean: FloatArray, gram: FloatArray) -> tuple[GateDecision, FloatArray]:
-    """The core's gate rules from the XᵀX summary: n_eff = n, the stable rank of the standardised X
-    (trace over top eigenvalue of its correlation matrix; exact, where the core's Lanczos stops at
-    1e-4), p. Also the constant-column flags."""
+def _stable_rank(n: int, mean: FloatArray, gram: FloatArray) -> tuple[float, FloatArray]:
+    """The stable rank of the standardised X from the XᵀX summary (trace over top eigenvalue of its
+    correlation matrix; exact, where the core's Lanczos stops at 1e-4), and the constant-column
+    flags. The gate's rules on it are the core's (``inference_route_from_gate``)."""
     sd = np.sqrt(np.maximum(np.diag(gram), 0.0) / n)
     const = ~(sd > 1e-12 * np.abs(mean)) | (sd == 0.0)
     keep = ~const
@@ -288,14 +286,7 @@ def _gate(n: int, p: int, mean: FloatArray, gram: FloatArray) -> tuple[GateDecis
         stable = float(np.trace(corr)) / top if top > 0 else 0.0
     else:
         stable = 0.0
-    reasons = []
-    if n < 25:
-        reasons.append(f"effective sample size n_eff = {float(n):.1f} < 25")
-    if stable < 3.0:
-        reasons.append(f"stable rank of standardised X = {stable:.2f} < 3")
-    if p <= 4:
-        reasons.append(f"X has {p} <= 4 columns")
-    return GateDecision(n_eff=float(n), stable_rank=stable, n_columns=p, reroute=bool(reasons), reasons=tuple(reasons)), const
+    return stable, const
 
 
 def subspace_test(
@@ -306,15 +297,6 @@ def subspace_test(
     import warnings
 
     dask = _mod("dask")
-    from thrifty.inference._api import (
-        ConstantColumnWarning,
-        GateWarning,
-        _Route,
-        nb_reason,
-        resolve_gate,
-        split_test_result,
-    )
-
     if not is_dask_collection(X):
         raise TypeError("with a dask-array y, X must be a dask array too (or pass NumPy arrays for both)")
     if not (isinstance(learner, str) and learner == "pls"):
@@ -352,7 +334,7 @@ def subspace_test(
     if not tr["ym2"] > 0.0:
         raise ValueError("y is constant (zero variance); there is nothing to predict")
 
-    gate, const = _gate(n, p, tr["mean"], tr["gram"])
+    stable, const = _stable_rank(n, tr["mean"], tr["gram"])
     if const.any():
         idx = np.flatnonzero(const)
         if idx.size == p:
@@ -364,8 +346,11 @@ def subspace_test(
             ConstantColumnWarning,
             stacklevel=3,
         )
-    run, gate, message = resolve_gate(method, bool(force), gate, nb_reason(False, "pls", 1, float(n), gate))
-    if run != "nb":
+    route, message = route_of(
+        _core.inference_route_from_gate(float(n), stable, p, method, bool(force), "pls", 1, False), method
+    )
+    gate = route.gate
+    if route.run != "nb":
         raise ValueError(
             "the gate sends this design to the NB-permutation test (" + "; ".join(gate.reasons) + "), which "
             "reads X once per permutation: compute() X for it, or pass force=True to run the NB-asymptotic test"
@@ -392,6 +377,6 @@ def subspace_test(
     if message is not None:
         warnings.warn(message, GateWarning, stacklevel=3)
     return split_test_result(
-        rs, np.asarray(cnt, dtype=float), n, _Route(run, method, gate), 0, None, level=level, rho_hat_defined=True,
+        rs, np.asarray(cnt, dtype=float), n, route, 0, None, level=level, rho_hat_defined=True,
         k=1, learner="pls", seed=seed, trains=(), rotate=rotate,
     )

@@ -22,15 +22,13 @@ import dataclasses
 import importlib
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from thrifty import _core
+from thrifty.inference._problem import Problem, local_split_statistics, null_mean_z_refit
 from thrifty.inference._results import FloatArray, IntArray
-
-if TYPE_CHECKING:
-    from thrifty.inference._api import _Problem
 
 BACKENDS = ("local", "joblib", "dask")
 
@@ -144,7 +142,7 @@ def _groups(n_splits: int, n_blocks: int, workers: int) -> list[tuple[int, int]]
 class _Payload:
     """What every task needs: the validated problem and the splits (shipped once)."""
 
-    pb: _Problem
+    pb: Problem
     trains: list[IntArray]
 
 
@@ -154,7 +152,7 @@ def _aligned(a: Any) -> Any:
     return None if a is None else np.require(a, dtype=np.float64, requirements=["C", "A"])
 
 
-def _on_worker(pb: _Problem) -> _Problem:
+def _on_worker(pb: Problem) -> Problem:
     """The problem as a task runs it: one core thread, no bar, no nested backend, aligned arrays."""
     lr = copy.copy(pb.lr)  # a task's own learner (a callable's k is learned on it)
     lr.basis = _aligned(lr.basis)
@@ -173,10 +171,8 @@ def _trains(payload: _Payload, lo: int, hi: int) -> list[IntArray]:
 
 
 def _task_split_rs(payload: _Payload, group: tuple[int, int]) -> tuple[FloatArray, int, bool]:
-    from thrifty.inference._api import _split_statistics
-
     pb = _on_worker(payload.pb)
-    rs = _split_statistics(pb, _trains(payload, group[0], group[1]))
+    rs = local_split_statistics(pb, _trains(payload, group[0], group[1]))
     return rs, pb.lr.k, pb.lr.k_known
 
 
@@ -191,12 +187,10 @@ def _task_null_rs(payload: _Payload, task: tuple[int, int, int, int]) -> FloatAr
 
 
 def _task_null_refit(payload: _Payload, block: tuple[int, int]) -> FloatArray:
-    from thrifty.inference._api import _null_mean_z_refit
-
     start, count = block
     pb = _on_worker(payload.pb)
     trains = _trains(payload, 0, len(payload.trains))
-    return np.array([_null_mean_z_refit(pb, trains, b) for b in range(start, start + count)])
+    return np.array([null_mean_z_refit(pb, trains, b) for b in range(start, start + count)])
 
 
 def _task_cv(payload: _Payload, task: tuple[int, int, str, int, bool]) -> tuple[float, FloatArray]:
@@ -213,7 +207,7 @@ def _task_cv(payload: _Payload, task: tuple[int, int, str, int, bool]) -> tuple[
 # driver side
 
 
-def split_statistics(pb: _Problem, trains: list[IntArray]) -> FloatArray:
+def split_statistics(pb: Problem, trains: list[IntArray]) -> FloatArray:
     """Held-out r of every split, the splits spread over the backend."""
     assert pb.backend is not None
     groups = _groups(len(trains), 1, _workers(pb.backend))
@@ -224,7 +218,7 @@ def split_statistics(pb: _Problem, trains: list[IntArray]) -> FloatArray:
     return np.concatenate([rs for rs, _, _ in pieces]).astype(np.float64, copy=False)
 
 
-def nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int, chunk: int, core_route: bool) -> FloatArray:
+def nb_permutation_null(pb: Problem, trains: list[IntArray], n_perm: int, chunk: int, core_route: bool) -> FloatArray:
     """Mean Fisher z of permutations 0..n_perm over the fixed splits, spread over the backend."""
     assert pb.backend is not None
     blocks = [(s, min(chunk, n_perm - s)) for s in range(0, n_perm, chunk)]
@@ -256,7 +250,7 @@ def nb_permutation_null(pb: _Problem, trains: list[IntArray], n_perm: int, chunk
     return out
 
 
-def cv_permutation(pb: _Problem, core: str, folds: int, n_perm: int, chunk: int, pooled: bool) -> tuple[float, FloatArray]:
+def cv_permutation(pb: Problem, core: str, folds: int, n_perm: int, chunk: int, pooled: bool) -> tuple[float, FloatArray]:
     """The CV baselines' observed statistic and null, blocks of permutations spread over the backend."""
     assert pb.backend is not None
     blocks = [(s, min(chunk, n_perm - s), core, folds, pooled) for s in range(0, n_perm, chunk)]
@@ -268,7 +262,7 @@ def cv_permutation(pb: _Problem, core: str, folds: int, n_perm: int, chunk: int,
     return observed, out
 
 
-def _bar(pb: _Problem, total: int) -> Any:
+def _bar(pb: Problem, total: int) -> Any:
     if not pb.progress:
         return None
     from tqdm.auto import tqdm

@@ -375,41 +375,14 @@ pub(crate) fn threads(n_threads: usize) -> Option<usize> {
 }
 
 /// NumPy's pairwise summation (`np.add.reduce` on a contiguous float64 array), so that means
-/// computed here match the Python package bit for bit.
+/// computed here match the Python package bit for bit (one implementation: the core's).
 pub(crate) fn numpy_sum(a: &[f64]) -> f64 {
-    let n = a.len();
-    if n < 8 {
-        let mut res = 0.0;
-        for &v in a {
-            res += v;
-        }
-        res
-    } else if n <= 128 {
-        let mut r = [0.0f64; 8];
-        r.copy_from_slice(&a[..8]);
-        let mut i = 8;
-        while i < n - (n % 8) {
-            for j in 0..8 {
-                r[j] += a[i + j];
-            }
-            i += 8;
-        }
-        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        while i < n {
-            res += a[i];
-            i += 1;
-        }
-        res
-    } else {
-        let mut n2 = n / 2;
-        n2 -= n2 % 8;
-        numpy_sum(&a[..n2]) + numpy_sum(&a[n2..])
-    }
+    thrifty_core::inference::route::numpy_sum(a)
 }
 
 /// `np.mean` of a float64 array.
 pub(crate) fn numpy_mean(a: &[f64]) -> f64 {
-    numpy_sum(a) / a.len() as f64
+    thrifty_core::inference::route::numpy_mean(a)
 }
 
 // ---- ragged results ---------------------------------------------------------------------------
@@ -467,28 +440,6 @@ pub unsafe extern "C" fn thrifty_ragged_free(r: *mut ThriftyRagged) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numpy_sum_matches_the_reference_order() {
-        // small arrays: plain left-to-right sums
-        let a = [0.1, 0.2, 0.3];
-        assert_eq!(numpy_sum(&a), (0.0 + 0.1 + 0.2) + 0.3);
-        // 8..=128: eight accumulators
-        let b: Vec<f64> = (0..50).map(|i| 1.0 / (i as f64 + 1.0)).collect();
-        let mut r = [0.0; 8];
-        r.copy_from_slice(&b[..8]);
-        let mut i = 8;
-        while i < 48 {
-            for j in 0..8 {
-                r[j] += b[i + j];
-            }
-            i += 8;
-        }
-        let expect = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])) + b[48] + b[49];
-        assert_eq!(numpy_sum(&b), expect);
-        let c: Vec<f64> = (0..1000).map(|i| (i as f64).sin()).collect();
-        assert!((numpy_sum(&c) - c.iter().sum::<f64>()).abs() < 1e-12);
-    }
 
     #[test]
     fn transpose_round_trips() {

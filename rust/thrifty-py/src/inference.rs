@@ -8,7 +8,9 @@ use pyo3::prelude::*;
 
 use crate::arrays::{matrix, opt_slice1, slice1, slice2};
 use crate::errors::{enter, to_py, CoreResultExt};
-use thrifty_core::inference::{baselines, fit::Data, nb, perm, pls2, special, varimax, Learner, Rotation, Route, Spec};
+use thrifty_core::inference::{
+    baselines, fit::Data, nb, perm, pls2, route, run, special, splits, varimax, Learner, Rotation, Route, Spec,
+};
 use thrifty_core::ThriftyError;
 
 type F64s<'py> = Bound<'py, PyArray1<f64>>;
@@ -17,9 +19,49 @@ type Idx<'py> = Bound<'py, PyArray1<i64>>;
 
 // ---- results ---------------------------------------------------------------------------------
 
-/// `inference_nb_test` (`_core.pyi`: `NbTestDict`).
+/// `inference_gate` (`GateDict`).
 #[derive(IntoPyObject)]
-struct NbTest {
+struct Gate {
+    n_eff: f64,
+    stable_rank: f64,
+    n_columns: usize,
+    reroute: bool,
+    reasons: Vec<String>,
+}
+
+/// `inference_route` / `inference_route_from_gate` (`RouteDict`): step 1's answer.
+#[derive(IntoPyObject)]
+struct RouteOut {
+    run: &'static str,
+    n_eff: f64,
+    stable_rank: f64,
+    n_columns: usize,
+    reroute: bool,
+    reasons: Vec<String>,
+    forced: bool,
+    rerouted: bool,
+    warning: Option<String>,
+}
+
+impl From<route::Route> for RouteOut {
+    fn from(r: route::Route) -> Self {
+        RouteOut {
+            run: r.run.name(),
+            n_eff: r.gate.n_eff,
+            stable_rank: r.gate.stable_rank,
+            n_columns: r.gate.n_columns,
+            reroute: r.gate.reroute,
+            reasons: r.gate.reasons,
+            forced: r.forced,
+            rerouted: r.rerouted,
+            warning: r.warning,
+        }
+    }
+}
+
+/// `inference_nb_outcome` (`NbOutcomeDict`).
+#[derive(IntoPyObject)]
+struct NbOutcomeOut {
     z_mean: f64,
     z_sd: f64,
     se: f64,
@@ -30,16 +72,9 @@ struct NbTest {
     rho_hat: f64,
     ci_low: f64,
     ci_high: f64,
-}
-
-/// `inference_gate` (`GateDict`).
-#[derive(IntoPyObject)]
-struct Gate {
-    n_eff: f64,
-    stable_rank: f64,
-    n_columns: usize,
-    reroute: bool,
-    reasons: Vec<String>,
+    n_undefined: usize,
+    n_train: f64,
+    n_test: f64,
 }
 
 /// `inference_pls_fit` (`PlsFitDict`).
@@ -181,15 +216,15 @@ fn inference_draw_splits(
     n_splits: usize,
     seed: u64,
 ) -> PyResult<Vec<Idx<'_>>> {
-    let splits = nb::draw_splits(n, n_components, n_splits, seed).py()?;
+    let splits = splits::draw_splits(n, n_components, n_splits, seed).py()?;
     Ok(splits.into_iter().map(|s| indices(s.train).into_pyarray(py)).collect())
 }
 
 /// Permutation `b` of 0..n as the core draws it.
 #[pyfunction]
 fn inference_permutation(py: Python<'_>, n: usize, seed: u64, b: u64) -> PyResult<Idx<'_>> {
-    nb::check_budget("n", n, 1).py()?;
-    Ok(indices(perm::permutation(n, seed, b)).into_pyarray(py))
+    splits::check_budget("n", n, 1).py()?;
+    Ok(indices(splits::permutation(n, seed, b)).into_pyarray(py))
 }
 
 /// Held-out r of the learner on each split.
@@ -216,7 +251,7 @@ fn inference_split_correlations<'py>(
     let trains = train_lists(train)?;
     let r = enter(py, n_jobs, |cancel| {
         let data = xy.data()?;
-        let splits = nb::splits_from_train(xy.n, n_components, &trains)?;
+        let splits = splits::splits_from_train(xy.n, n_components, &trains)?;
         nb::split_correlations_cancellable(&data, &spec, &splits, xy.y, cancel)
     })?;
     Ok(r.into_pyarray(py))
@@ -251,32 +286,13 @@ fn inference_nb_permutation<'py>(
     let route = if refit { Route::Refit } else { Route::Auto };
     let z = enter(py, n_jobs, |cancel| {
         let data = xy.data()?;
-        let splits = nb::splits_from_train(xy.n, n_components, &trains)?;
+        let splits = splits::splits_from_train(xy.n, n_components, &trains)?;
         perm::nb_permutation_null_cancellable(&data, &spec, &splits, seed, start, count, route, cancel)
     })?;
     Ok(z.into_pyarray(py))
 }
 
 // ---- tests on per-split r --------------------------------------------------------------------
-
-/// NB-asymptotic test on per-split r. `n_test` (mean test size) enables ρ̂ (unweighted only).
-#[pyfunction]
-#[pyo3(signature = (r, ratio, n_test, level=0.95))]
-fn inference_nb_test(r: PyReadonlyArray1<'_, f64>, ratio: f64, n_test: Option<f64>, level: f64) -> PyResult<NbTest> {
-    let res = nb::nb_test(slice1(&r, "r")?, ratio, n_test, level).py()?;
-    Ok(NbTest {
-        z_mean: res.z_mean,
-        z_sd: res.z_sd,
-        se: res.se,
-        statistic: res.statistic,
-        t: res.t,
-        df: res.df,
-        p_value: res.p_value,
-        rho_hat: res.rho_hat,
-        ci_low: res.ci_low,
-        ci_high: res.ci_high,
-    })
-}
 
 /// Mean Fisher z of per-split correlations (the permutation statistic).
 #[pyfunction]
@@ -285,7 +301,7 @@ fn inference_mean_z(r: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {
     if r.is_empty() {
         return Err(to_py(ThriftyError::invalid("r", "must be non-empty")));
     }
-    Ok(nb::mean_z(r))
+    Ok(splits::mean_z(r))
 }
 
 /// The pre-run gate: effective sample size, stable rank and the reasons to reroute.
@@ -313,6 +329,105 @@ fn inference_gate(
         reroute: g.reroute,
         reasons: g.reasons,
     })
+}
+
+fn method_arg(method: &str) -> PyResult<route::Method> {
+    route::Method::from_name(method)
+        .ok_or_else(|| to_py(ThriftyError::invalid("method", format!("unknown method {method:?}"))))
+}
+
+fn learner_arg(learner: &str) -> PyResult<route::LearnerKind> {
+    route::LearnerKind::from_name(learner)
+        .ok_or_else(|| to_py(ThriftyError::invalid("learner", format!("unknown learner kind {learner:?}"))))
+}
+
+/// Step 1 of the test on `x` as the core sees it: the gate, Kish's n_eff of `sample_weight`, the
+/// learner rule and the resolution of `method` (`sequence`: the per-component tests).
+#[pyfunction]
+#[pyo3(signature = (x, sample_weight, method, force, learner, n_components, multi, sequence=false))]
+#[allow(clippy::too_many_arguments)]
+fn inference_route(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    sample_weight: Option<PyReadonlyArray1<'_, f64>>,
+    method: &str,
+    force: bool,
+    learner: &str,
+    n_components: usize,
+    multi: bool,
+    sequence: bool,
+) -> PyResult<RouteOut> {
+    let (xs, n, p) = slice2(&x, "X")?;
+    let ws = opt_slice1(&sample_weight, "sample_weight")?;
+    let (m, kind) = (method_arg(method)?, learner_arg(learner)?);
+    let r = enter(py, None, |_| run::route_of(xs, n, p, ws, kind, n_components, multi, m, force, sequence))?;
+    Ok(r.into())
+}
+
+/// Step 1 from the gate's numbers (the dask-array route computes them from a block summary of X).
+#[pyfunction]
+#[pyo3(signature = (n_eff, stable_rank, n_columns, method, force, learner, n_components, multi, sequence=false))]
+#[allow(clippy::too_many_arguments)]
+fn inference_route_from_gate(
+    n_eff: f64,
+    stable_rank: f64,
+    n_columns: usize,
+    method: &str,
+    force: bool,
+    learner: &str,
+    n_components: usize,
+    multi: bool,
+    sequence: bool,
+) -> PyResult<RouteOut> {
+    let (m, kind) = (method_arg(method)?, learner_arg(learner)?);
+    let gate = route::gate_rules(n_eff, stable_rank, n_columns);
+    let why = route::nb_reason(multi, kind, n_components, n_eff, Some(stable_rank));
+    Ok(route::resolve(m, force, gate, why, sequence).into())
+}
+
+/// The NB test on per-split r (NaN where undefined) with train sizes `n_train` out of `n` rows.
+#[pyfunction]
+fn inference_nb_outcome(
+    r: PyReadonlyArray1<'_, f64>,
+    n_train: PyReadonlyArray1<'_, f64>,
+    n: usize,
+    level: f64,
+    rho_hat_defined: bool,
+) -> PyResult<NbOutcomeOut> {
+    let o = run::nb_outcome(slice1(&r, "r")?, slice1(&n_train, "n_train")?, n, level, rho_hat_defined).py()?;
+    let nb = o.nb;
+    Ok(NbOutcomeOut {
+        z_mean: nb.z_mean,
+        z_sd: nb.z_sd,
+        se: nb.se,
+        statistic: nb.statistic,
+        t: nb.t,
+        df: nb.df,
+        p_value: nb.p_value,
+        rho_hat: nb.rho_hat,
+        ci_low: nb.ci_low,
+        ci_high: nb.ci_high,
+        n_undefined: o.n_undefined,
+        n_train: o.n_train,
+        n_test: o.n_test,
+    })
+}
+
+/// p = (1 + #{null ≥ observed or non-finite}) / (B + 1).
+#[pyfunction]
+fn inference_permutation_p(observed: f64, null: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {
+    Ok(splits::permutation_p(observed, slice1(&null, "null")?))
+}
+
+/// `a` rescaled exactly by powers of two (per column, or globally) as the core sees data.
+#[pyfunction]
+fn inference_power_of_two_scaled<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'_, f64>,
+    per_column: bool,
+) -> PyResult<F64Matrix<'py>> {
+    let (s, r, c) = slice2(&a, "a")?;
+    matrix(py, route::power_of_two_scaled(s, r, c, per_column), r, c)
 }
 
 // ---- fits and baselines ----------------------------------------------------------------------
@@ -452,7 +567,7 @@ fn inference_pls2_split_correlations<'py>(
     let r = enter(py, n_jobs, |_| {
         rows_match(ny, n)?;
         let data = Data::new(xs, n, p, &index, ws)?;
-        let splits = nb::splits_from_train(n, n_components, &trains)?;
+        let splits = splits::splits_from_train(n, n_components, &trains)?;
         pls2::pls2_split_correlations(&data, ys, m, n_components, &splits)
     })?;
     Ok(r.into_pyarray(py))
@@ -512,9 +627,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inference_permutation, m)?)?;
     m.add_function(wrap_pyfunction!(inference_split_correlations, m)?)?;
     m.add_function(wrap_pyfunction!(inference_nb_permutation, m)?)?;
-    m.add_function(wrap_pyfunction!(inference_nb_test, m)?)?;
     m.add_function(wrap_pyfunction!(inference_mean_z, m)?)?;
     m.add_function(wrap_pyfunction!(inference_gate, m)?)?;
+    m.add_function(wrap_pyfunction!(inference_route, m)?)?;
+    m.add_function(wrap_pyfunction!(inference_route_from_gate, m)?)?;
+    m.add_function(wrap_pyfunction!(inference_nb_outcome, m)?)?;
+    m.add_function(wrap_pyfunction!(inference_permutation_p, m)?)?;
+    m.add_function(wrap_pyfunction!(inference_power_of_two_scaled, m)?)?;
     m.add_function(wrap_pyfunction!(inference_pls_fit, m)?)?;
     m.add_function(wrap_pyfunction!(inference_deflate, m)?)?;
     m.add_function(wrap_pyfunction!(inference_cv_permutation, m)?)?;

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 
 use crate::errors::{enter, to_py, CoreResultExt};
 use crate::inference::{make_spec, train_lists, Xy};
-use thrifty_core::inference::{blocks, nb, Route};
+use thrifty_core::inference::{blocks, perm, splits, Route};
 use thrifty_core::ThriftyError;
 
 fn slice2<'a>(a: &'a PyReadonlyArray2<'_, f64>, name: &'static str) -> PyResult<(&'a [f64], usize, usize)> {
@@ -41,8 +41,8 @@ fn inference_split_null_rs<'py>(
     let trains = train_lists(train)?;
     let rs = enter(py, n_jobs, |cancel| {
         let data = xy.data()?;
-        let splits = nb::splits_from_train(xy.n, n_components, &trains)?;
-        blocks::split_null_rs_cancellable(&data, &spec, &splits, seed, start, count, Route::Auto, cancel)
+        let splits = splits::splits_from_train(xy.n, n_components, &trains)?;
+        perm::split_null_rs_cancellable(&data, &spec, &splits, seed, start, count, Route::Auto, cancel)
     })?;
     let rows = rs.len();
     let flat: Vec<f64> = rs.into_iter().flatten().collect();
@@ -54,7 +54,7 @@ fn inference_split_null_rs<'py>(
 fn inference_null_mean_z<'py>(py: Python<'py>, r: PyReadonlyArray2<'py, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let (s, rows, cols) = slice2(&r, "r")?;
     let per_split: Vec<Vec<f64>> = (0..rows).map(|j| s[j * cols..(j + 1) * cols].to_vec()).collect();
-    Ok(PyArray1::from_vec(py, blocks::null_mean_z(&per_split).py()?))
+    Ok(PyArray1::from_vec(py, splits::null_mean_z(&per_split).py()?))
 }
 
 /// Train membership bit masks (bit j of entry i: row i is in the train part of split j) of the

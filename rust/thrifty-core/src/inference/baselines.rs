@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
 use crate::inference::fit::{fit_coef, nipals, nipals_upto, prepare, train_response, Data, Prepared, Spec};
-use crate::inference::perm::permutation;
 use crate::inference::special::t_sf;
+use crate::inference::splits::permutation;
 use crate::rng;
 
 /// Stream used to assign CV folds / jackknife segments.
@@ -214,7 +214,7 @@ pub fn cv_permutation_cancellable(
     pooled: bool,
     cancel: &AtomicBool,
 ) -> Result<(f64, Vec<f64>)> {
-    crate::inference::nb::check_budget("n_perm", count, 1)?;
+    crate::inference::splits::check_budget("n_perm", count, 1)?;
     let f = folds(data.n, n_folds, seed)?;
     for fold in 0..n_folds {
         let n_tr = f.iter().filter(|&&v| v != fold).count();

@@ -6,62 +6,11 @@
 //! bit for bit: a split's null r for permutations `start .. start + count` depend only on the data,
 //! the split, the seed and that block ([`crate::inference::perm::nb_permutation_null`] itself is
 //! this function followed by [`null_mean_z`]), and the mean is taken in split order on the driver.
-use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use crate::error::{Result, ThriftyError};
-use crate::inference::fit::{prepare, Data, Spec};
-use crate::inference::nb::{check_budget, split_sizes, Split};
-use crate::inference::perm::{mean_z_defined, permutation, split_null_r, Route};
+use crate::inference::splits::{check_budget, split_sizes};
 use crate::rng;
 
-/// Null r of every split in `splits` (outer) for permutations `start .. start + count` (inner).
-/// Per-split bases (`Learner::SplitBases`) are those of `splits`, in order.
-#[allow(clippy::too_many_arguments)]
-pub fn split_null_rs_cancellable(
-    data: &Data<'_>,
-    spec: &Spec,
-    splits: &[Split],
-    seed: u64,
-    start: u64,
-    count: usize,
-    route: Route,
-    cancel: &AtomicBool,
-) -> Result<Vec<Vec<f64>>> {
-    spec.validate(data.p, splits.len())?;
-    if splits.is_empty() {
-        return Err(ThriftyError::invalid("splits", "need at least 1 split"));
-    }
-    let n = data.n;
-    // permuted index and response copies: count * n entries each
-    check_budget("n_perm", count, 2 * n)?;
-    let ys: Vec<Vec<f64>> =
-        (0..count).map(|b| permutation(n, seed, start + b as u64).into_iter().map(|i| data.y[i]).collect()).collect();
-    let standardize = spec.learner.standardizes();
-    splits
-        .par_iter()
-        .enumerate()
-        .map(|(j, s)| {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(ThriftyError::Interrupted);
-            }
-            let prep = prepare(data, &s.train, &s.test, standardize);
-            split_null_r(spec, &prep, &ys, j, route, cancel)
-        })
-        .collect()
-}
-
-/// Mean Fisher z per permutation over the splits, in split order (`per_split[j][b]`), with the
-/// single-machine rules: an undefined r (NaN) is skipped, a rank-deficient refit makes the mean NaN.
-pub fn null_mean_z(per_split: &[Vec<f64>]) -> Result<Vec<f64>> {
-    let count = per_split.first().map_or(0, |r| r.len());
-    if per_split.iter().any(|r| r.len() != count) {
-        return Err(ThriftyError::shape("r", "every split needs the same number of permutations"));
-    }
-    Ok((0..count).map(|b| mean_z_defined(per_split.iter().map(|rs| rs[b]))).collect())
-}
-
-/// Train membership of every row for the splits [`crate::inference::nb::draw_splits`] draws: bit j
+/// Train membership of every row for the splits [`crate::inference::splits::draw_splits`] draws: bit j
 /// of `mask[i]` is set when row i is in the train part of split j. Needs `2 <= n_splits <= 64`;
 /// memory is two words per row (one split is drawn at a time), not `n_splits` index arrays.
 pub fn train_mask(n: usize, k: usize, n_splits: usize, seed: u64) -> Result<Vec<u64>> {
@@ -91,9 +40,12 @@ pub fn train_mask(n: usize, k: usize, n_splits: usize, seed: u64) -> Result<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inference::fit::{Learner, Rotation};
-    use crate::inference::nb::draw_splits;
-    use crate::inference::perm::nb_permutation_null;
+    use crate::inference::fit::{Data, Learner, Rotation, Spec};
+    use crate::inference::perm::Route;
+    use crate::inference::perm::{nb_permutation_null, split_null_rs_cancellable};
+    use crate::inference::splits::draw_splits;
+    use crate::inference::splits::null_mean_z;
+    use std::sync::atomic::AtomicBool;
 
     fn data(n: usize, p: usize) -> (Vec<f64>, Vec<f64>) {
         let mut r = rng::stream(7, 0);

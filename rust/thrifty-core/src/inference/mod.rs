@@ -3,8 +3,13 @@
 //! corrected t-test on Fisher-z (`nb`), its permutation twin with splits held fixed (`perm`), the
 //! pre-run gate, built-in baselines (`baselines`) and varimax rotation (`varimax`).
 //!
+//! Layers (each imports only those listed before it): `special`, `splits` (split and permutation
+//! primitives), `route` (gate rules, scaling, learner rule, method resolution) and `fit` at the
+//! bottom; then `nb`, `perm` and `baselines`; then `pls2` and `blocks`; `run` (the whole test, which
+//! the C ABI and the Python layer call) on top.
+//!
 //! Formulas: `shared/reference/pls.md`. Every random choice comes from `rng::stream(seed, task)`
-//! (split j: task j; permutation b: task `perm::PERM_STREAM + b`; folds: `baselines::FOLD_STREAM`),
+//! (split j: task j; permutation b: task `splits::PERM_STREAM + b`; folds: `baselines::FOLD_STREAM`),
 //! and parallel work is combined in a fixed order, so results do not depend on the thread count.
 // `!(x > tol)` is the NaN-safe guard of this module (true for NaN), lane loops index fixed-size
 // accumulators on purpose, and the special-function coefficients are quoted as published.
@@ -15,12 +20,17 @@ pub mod fit;
 pub mod nb;
 pub mod perm;
 pub mod pls2;
+pub mod route;
+pub mod run;
 pub mod special;
+pub mod splits;
 pub mod varimax;
 
 #[cfg(test)]
 mod tests;
 
 pub use fit::{Data, Learner, Rotation, Spec};
-pub use nb::{draw_splits, gate, nb_test, split_correlations, splits_from_train, Gate, NbResult, Split};
-pub use perm::{nb_permutation_null, permutation_p, Route};
+pub use nb::{gate, nb_test, split_correlations, NbResult};
+pub use perm::{nb_permutation_null, Route};
+pub use route::Gate;
+pub use splits::{draw_splits, permutation_p, splits_from_train, Split};

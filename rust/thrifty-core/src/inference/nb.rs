@@ -4,119 +4,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
 use crate::inference::fit::{predict_test_raw, prepare_with, split_r_with, Data, Spec};
+use crate::inference::route::{gate_rules, Gate};
 use crate::inference::special::{norm_ppf, t_sf};
-use crate::rng;
-
-/// Train and test index sets (each sorted) of one split.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Split {
-    pub train: Vec<usize>,
-    pub test: Vec<usize>,
-}
-
-/// Balanced split sizes: `n_train = min(max(⌊n/2⌋, k+2), n−3)`. Needs `n ≥ k + 5`.
-pub fn split_sizes(n: usize, k: usize) -> Result<(usize, usize)> {
-    if n < k.saturating_add(5) {
-        return Err(ThriftyError::invalid(
-            "X",
-            format!(
-                "{n} rows are too few for n_components={k}: need at least n_components + 5 = {}",
-                k.saturating_add(5)
-            ),
-        ));
-    }
-    let n_tr = (n / 2).max(k.saturating_add(2)).min(n - 3);
-    Ok((n_tr, n - n_tr))
-}
-
-/// `n_splits` random balanced splits; split j draws from `rng::stream(seed, j)`.
-pub fn draw_splits(n: usize, k: usize, n_splits: usize, seed: u64) -> Result<Vec<Split>> {
-    if n_splits < 2 {
-        return Err(ThriftyError::invalid("n_splits", "must be at least 2"));
-    }
-    let (n_tr, _) = split_sizes(n, k)?;
-    // the splits hold n_splits * n indices: refuse a size that cannot be allocated instead of aborting
-    check_budget("n_splits", n_splits, n)?;
-    Ok((0..n_splits)
-        .map(|j| {
-            let mut r = rng::stream(seed, j as u64);
-            let mut idx: Vec<usize> = (0..n).collect();
-            for i in 0..n_tr {
-                let pick = i + rng::below(&mut r, n - i);
-                idx.swap(i, pick);
-            }
-            let mut train = idx[..n_tr].to_vec();
-            let mut test = idx[n_tr..].to_vec();
-            train.sort_unstable();
-            test.sort_unstable();
-            Split { train, test }
-        })
-        .collect())
-}
-
-/// Largest number of 8-byte entries one call of the inference core allocates for per-split or
-/// per-permutation index and response copies (2^34 entries, 128 GiB). Larger user-chosen sizes are an
-/// `InvalidArgument` naming the argument, never Rust's allocation-failure abort.
-pub const MAX_ENTRIES: usize = 1 << 34;
-
-/// `Err(InvalidArgument)` naming `arg` unless `count * per_item` entries stay within [`MAX_ENTRIES`]
-/// and can be reserved.
-pub fn check_budget(arg: &'static str, count: usize, per_item: usize) -> Result<()> {
-    let total = count.checked_mul(per_item.max(1)).filter(|&t| t <= MAX_ENTRIES);
-    let fits = total.is_some_and(|t| Vec::<u64>::new().try_reserve_exact(t).is_ok());
-    if !fits {
-        return Err(ThriftyError::invalid(
-            arg,
-            format!("{count} needs {count} x {per_item} entries, more than can be allocated"),
-        ));
-    }
-    Ok(())
-}
-
-/// Build splits from user train-index arrays (test = complement), validating them.
-pub fn splits_from_train(n: usize, k: usize, trains: &[Vec<i64>]) -> Result<Vec<Split>> {
-    if trains.is_empty() {
-        return Err(ThriftyError::invalid("splits", "need at least 1 split"));
-    }
-    let mut out = Vec::with_capacity(trains.len());
-    for (j, t) in trains.iter().enumerate() {
-        let mut seen = vec![false; n];
-        for &i in t {
-            if i < 0 || i as usize >= n {
-                return Err(ThriftyError::invalid("splits", format!("split {j}: index {i} is out of range [0, {n})")));
-            }
-            if seen[i as usize] {
-                return Err(ThriftyError::invalid("splits", format!("split {j}: index {i} appears twice")));
-            }
-            seen[i as usize] = true;
-        }
-        let train: Vec<usize> = (0..n).filter(|&i| seen[i]).collect();
-        let test: Vec<usize> = (0..n).filter(|&i| !seen[i]).collect();
-        if train.len() < k.saturating_add(2) {
-            return Err(ThriftyError::invalid(
-                "splits",
-                format!(
-                    "split {j}: {} train rows are too few for n_components={k} (need {})",
-                    train.len(),
-                    k.saturating_add(2)
-                ),
-            ));
-        }
-        if test.len() < 3 {
-            return Err(ThriftyError::invalid(
-                "splits",
-                format!("split {j}: needs at least 3 test rows, got {}", test.len()),
-            ));
-        }
-        out.push(Split { train, test });
-    }
-    Ok(out)
-}
-
-/// The mean test/train size ratio over the splits (n_te/n_tr for balanced splits).
-pub fn size_ratio(splits: &[Split]) -> f64 {
-    splits.iter().map(|s| s.test.len() as f64 / s.train.len() as f64).sum::<f64>() / splits.len() as f64
-}
+use crate::inference::splits::{fisher_z, Split};
 
 /// Held-out r for every split (parallel over splits; each split is independent of scheduling).
 pub fn split_correlations(data: &Data<'_>, spec: &Spec, splits: &[Split], y: &[f64]) -> Result<Vec<f64>> {
@@ -147,18 +37,6 @@ pub fn split_correlations_cancellable(
             split_r_with(spec, &prep, y, j, |coef| predict_test_raw(data, &prep, coef))
         })
         .collect()
-}
-
-pub const R_CLAMP: f64 = 0.9999;
-
-/// Fisher z of a split correlation, clamped to ±0.9999 first.
-pub fn fisher_z(r: f64) -> f64 {
-    r.clamp(-R_CLAMP, R_CLAMP).atanh()
-}
-
-/// Mean Fisher z over the defined correlations (NaN entries skipped; fixed summation order).
-pub fn mean_z(rs: &[f64]) -> f64 {
-    crate::inference::perm::mean_z_defined(rs.iter().copied())
 }
 
 /// The NB-asymptotic test on per-split correlations.
@@ -217,20 +95,6 @@ pub fn nb_test(rs: &[f64], ratio: f64, n_te: Option<f64>, level: f64) -> Result<
     })
 }
 
-/// Pre-run gate inputs: Kish n_eff, stable rank of the (weighted-)standardised X, and its column count.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Gate {
-    pub n_eff: f64,
-    pub stable_rank: f64,
-    pub n_columns: usize,
-    pub reroute: bool,
-    pub reasons: Vec<String>,
-}
-
-pub const GATE_MIN_NEFF: f64 = 25.0;
-pub const GATE_MIN_STABLE_RANK: f64 = 3.0;
-pub const GATE_MAX_COLUMNS: usize = 4;
-
 /// The gate: reroute to the permutation test when n_eff < 25, stable rank < 3 or ≤ 4 columns.
 pub fn gate(data: &Data<'_>) -> Gate {
     let (n, p) = (data.n, data.p);
@@ -248,17 +112,7 @@ pub fn gate(data: &Data<'_>) -> Gate {
     let fro2 = crate::linalg::dot(x, x);
     let sigma2 = top_eigen_gram(x, n, p);
     let stable_rank = if sigma2 > 0.0 { fro2 / sigma2 } else { 0.0 };
-    let mut reasons = vec![];
-    if n_eff < GATE_MIN_NEFF {
-        reasons.push(format!("effective sample size n_eff = {n_eff:.1} < {GATE_MIN_NEFF}"));
-    }
-    if stable_rank < GATE_MIN_STABLE_RANK {
-        reasons.push(format!("stable rank of standardised X = {stable_rank:.2} < {GATE_MIN_STABLE_RANK}"));
-    }
-    if p <= GATE_MAX_COLUMNS {
-        reasons.push(format!("X has {p} <= {GATE_MAX_COLUMNS} columns"));
-    }
-    Gate { n_eff, stable_rank, n_columns: p, reroute: !reasons.is_empty(), reasons }
+    gate_rules(n_eff, stable_rank, p)
 }
 
 /// Largest eigenvalue of XᵀX by Lanczos with full reorthogonalisation (deterministic start; at most
@@ -326,6 +180,7 @@ pub(crate) fn top_eigen_gram(x: &[f64], n: usize, p: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inference::splits::{draw_splits, split_sizes};
 
     #[test]
     fn split_sizes_follow_the_clamp() {

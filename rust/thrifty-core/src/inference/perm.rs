@@ -15,35 +15,16 @@ use faer::{Accum, Mat, MatRef, Par};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
+use crate::inference::fit::prepare;
 use crate::inference::fit::{split_r, train_response, wcorr, Data, Learner, Prepared, Spec};
-use crate::inference::nb::{fisher_z, Split};
+use crate::inference::splits::{check_budget, null_mean_z, permutation, Split, RANK_DEFICIENT};
 use crate::linalg::{dot, ols};
-use crate::rng;
-
-/// Stream offset of permutation streams (split streams use 0..J).
-pub const PERM_STREAM: u64 = 1 << 40;
+use rayon::prelude::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
     Auto,
     Refit,
-}
-
-/// Permutation `b` of 0..n (Fisher–Yates on its own stream).
-pub fn permutation(n: usize, seed: u64, b: u64) -> Vec<usize> {
-    let mut r = rng::stream(seed, PERM_STREAM + b);
-    let mut idx: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        let j = rng::below(&mut r, i + 1);
-        idx.swap(i, j);
-    }
-    idx
-}
-
-/// p = (1 + #{null ≥ observed or null non-finite}) / (B + 1).
-pub fn permutation_p(observed: f64, null: &[f64]) -> f64 {
-    let c = null.iter().filter(|&&v| !v.is_finite() || v >= observed).count();
-    (1.0 + c as f64) / (null.len() as f64 + 1.0)
 }
 
 const BLOCK: usize = 512;
@@ -78,35 +59,44 @@ pub fn nb_permutation_null_cancellable(
     if splits.len() < 2 {
         return Err(ThriftyError::invalid("splits", "need at least 2 splits"));
     }
-    let per_split =
-        crate::inference::blocks::split_null_rs_cancellable(data, spec, splits, seed, start, count, route, cancel)?;
-    crate::inference::blocks::null_mean_z(&per_split)
+    let per_split = split_null_rs_cancellable(data, spec, splits, seed, start, count, route, cancel)?;
+    null_mean_z(&per_split)
 }
 
-/// Marks a null replicate whose refit is rank deficient: its mean z is NaN, which counts as an
-/// exceedance. An undefined r (NaN: constant response or prediction) is left out of the mean instead,
-/// as on the observed side.
-pub const RANK_DEFICIENT: f64 = f64::INFINITY;
-
-/// Mean Fisher z over the defined split correlations (NaN skipped); NaN when a refit was rank
-/// deficient or no split defines r.
-pub fn mean_z_defined(rs: impl Iterator<Item = f64>) -> f64 {
-    let (mut sum, mut count) = (0.0, 0usize);
-    for r in rs {
-        if r == RANK_DEFICIENT {
-            return f64::NAN;
-        }
-        if r.is_nan() {
-            continue;
-        }
-        sum += fisher_z(r);
-        count += 1;
+/// Null r of every split in `splits` (outer) for permutations `start .. start + count` (inner).
+/// Per-split bases (`Learner::SplitBases`) are those of `splits`, in order.
+#[allow(clippy::too_many_arguments)]
+pub fn split_null_rs_cancellable(
+    data: &Data<'_>,
+    spec: &Spec,
+    splits: &[Split],
+    seed: u64,
+    start: u64,
+    count: usize,
+    route: Route,
+    cancel: &AtomicBool,
+) -> Result<Vec<Vec<f64>>> {
+    spec.validate(data.p, splits.len())?;
+    if splits.is_empty() {
+        return Err(ThriftyError::invalid("splits", "need at least 1 split"));
     }
-    if count == 0 {
-        f64::NAN
-    } else {
-        sum / count as f64
-    }
+    let n = data.n;
+    // permuted index and response copies: count * n entries each
+    check_budget("n_perm", count, 2 * n)?;
+    let ys: Vec<Vec<f64>> =
+        (0..count).map(|b| permutation(n, seed, start + b as u64).into_iter().map(|i| data.y[i]).collect()).collect();
+    let standardize = spec.learner.standardizes();
+    splits
+        .par_iter()
+        .enumerate()
+        .map(|(j, s)| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(ThriftyError::Interrupted);
+            }
+            let prep = prepare(data, &s.train, &s.test, standardize);
+            split_null_r(spec, &prep, &ys, j, route, cancel)
+        })
+        .collect()
 }
 
 /// r of one split for each permuted response in `ys` (NaN where undefined, [`RANK_DEFICIENT`] where a

@@ -147,7 +147,7 @@ pub fn pls2_split_correlations(
     y: &[f64],
     m: usize,
     k: usize,
-    splits: &[crate::inference::nb::Split],
+    splits: &[crate::inference::splits::Split],
 ) -> Result<Vec<f64>> {
     use rayon::prelude::*;
     check_y(y, data.n, m)?;

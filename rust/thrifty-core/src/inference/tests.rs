@@ -1,8 +1,9 @@
 //! Cross-checks of the inference core: closed forms, brute force, route agreement, thread independence.
 use super::baselines::{cv_permutation, deflate, jackknife, pls_fit};
 use super::fit::{prepare, split_r, train_response, wcorr, Data, Learner, Rotation, Spec};
-use super::nb::{draw_splits, gate, split_correlations};
+use super::nb::{gate, split_correlations};
 use super::perm::{nb_permutation_null, Route};
+use super::splits::draw_splits;
 use crate::linalg::{dot, x_v, xt_v};
 use crate::rng;
 
@@ -222,8 +223,8 @@ fn bad_input_is_an_error() {
     assert!(split_correlations(&data, &spec(Learner::Ridge { alpha: 1.0 }, 2), &sp, &y).is_err());
     assert!(split_correlations(&data, &spec(Learner::Ridge { alpha: -1.0 }, 1), &sp, &y).is_err());
     assert!(split_correlations(&data, &spec(Learner::Basis { basis: vec![1.0; 5] }, 2), &sp, &y).is_err());
-    assert!(super::nb::splits_from_train(n, 1, &[vec![0, 1, 2, 40], vec![1, 2, 3, 4]]).is_err());
-    assert!(super::nb::splits_from_train(n, 1, &[vec![0, 0, 2, 3], vec![1, 2, 3, 4]]).is_err());
+    assert!(super::splits::splits_from_train(n, 1, &[vec![0, 1, 2, 40], vec![1, 2, 3, 4]]).is_err());
+    assert!(super::splits::splits_from_train(n, 1, &[vec![0, 0, 2, 3], vec![1, 2, 3, 4]]).is_err());
     // rank: duplicated columns give rank 1, so k = 2 fails cleanly
     let xd: Vec<f64> = (0..n).flat_map(|i| vec![x[i * p]; 3]).collect();
     let dd = Data::new(&xd, n, 3, &y, None).unwrap();
@@ -266,13 +267,13 @@ fn undefined_split_correlations_are_nan_never_zero() {
     let (x, _) = problem(n, p, 8, 0.0);
     let y: Vec<f64> = (0..n).map(|i| if i < 6 { 0.0 } else { i as f64 }).collect();
     let data = Data::new(&x, n, p, &y, None).unwrap();
-    let sp = super::nb::splits_from_train(n, 1, &[(6..12).collect(), (0..6).collect()]).unwrap();
+    let sp = super::splits::splits_from_train(n, 1, &[(6..12).collect(), (0..6).collect()]).unwrap();
     for learner in [Learner::Pls, Learner::Ridge { alpha: 1.0 }, Learner::Basis { basis: vec![1.0, 0.0, 0.0] }] {
         let r = split_correlations(&data, &spec(learner.clone(), 1), &sp, &y).unwrap();
         assert!(r[0].is_nan() && r[1].is_nan(), "{learner:?}: {r:?}");
     }
     // the permutation statistic leaves undefined splits out and marks rank-deficient refits
-    use super::perm::{mean_z_defined, RANK_DEFICIENT};
+    use super::splits::{mean_z_defined, RANK_DEFICIENT};
     let z = mean_z_defined([0.2, f64::NAN, 0.4].into_iter());
     assert!((z - (0.2f64.atanh() + 0.4f64.atanh()) / 2.0).abs() < 1e-15);
     assert!(mean_z_defined([0.2, RANK_DEFICIENT].into_iter()).is_nan());
@@ -301,7 +302,7 @@ fn pls_fit_stops_like_sklearn_when_the_y_residual_vanishes() {
 
 #[test]
 fn absurd_sizes_are_errors_not_aborts() {
-    use super::nb::check_budget;
+    use super::splits::check_budget;
     assert!(draw_splits(100, 1, usize::MAX / 2, 0).is_err());
     assert!(draw_splits(1 << 20, 1, 1 << 20, 0).is_err());
     assert!(check_budget("n_perm", usize::MAX, 3).is_err());
