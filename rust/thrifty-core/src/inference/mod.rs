@@ -15,7 +15,11 @@ pub mod fit;
 pub mod nb;
 pub mod perm;
 pub mod pls2;
+pub mod plssvd;
+pub mod select;
 pub mod special;
+pub mod spls;
+pub mod stability;
 pub mod varimax;
 
 #[cfg(test)]
