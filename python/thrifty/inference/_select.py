@@ -107,10 +107,11 @@ def select_n_components(
     >>> import numpy as np
     >>> from thrifty.inference import select_n_components
     >>> rng = np.random.default_rng(0)
-    >>> T = rng.normal(size=(300, 2))  # two latent factors, each behind five columns
-    >>> X = np.repeat(T, 5, axis=1) + 0.3 * rng.normal(size=(300, 10))
-    >>> y = T[:, 0] - T[:, 1] + 0.3 * rng.normal(size=300)
-    >>> select_n_components(X, y, k_max=5, random_state=0).n_components
+    >>> T = rng.normal(size=(300, 2)) * [4.0, 2.0]  # two latent scores of distinct variances
+    >>> P, _ = np.linalg.qr(rng.normal(size=(20, 2)))
+    >>> X = T @ P.T + 0.05 * rng.normal(size=(300, 20))
+    >>> y = T @ [0.25, 0.5] + 0.5 * rng.normal(size=300)  # needs both components
+    >>> select_n_components(X, y, k_max=6, random_state=0).n_components
     2
     """
     x, yv, _ = check_xy(X, y, None)
