@@ -388,3 +388,14 @@ def inference_cv_curve(
 def inference_rotation_stability(
     x: _F2, y: _F1, n_components: int, n_boot: int, seed: int, n_jobs: int | None = None
 ) -> StabilityDict: ...
+
+class ReplicatesDict(TypedDict):
+    coef: _F1
+    leverage: _F1
+    coef_sub: _F2
+    leverage_sub: _F2
+
+def inference_subsample_replicates(
+    x: _F2, y: _F1, sample_weight: _F1 | None, n_components: int, n_sub: int, m: int, seed: int,
+    n_jobs: int | None = None,
+) -> ReplicatesDict: ...

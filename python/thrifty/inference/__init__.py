@@ -12,6 +12,7 @@ built-in baselines, the per-component fixed-sequence test and varimax rotation.
 - :func:`pls_svd_test` — the two-block PLS-SVD (PLS3) test of the first latent pair.
 - :func:`select_n_components` — the number of PLS1 components (CV one-SE / max rule, or the sequence test).
 - :func:`rotation_stability` — bootstrap congruence of the varimax axes, axis by axis.
+- :func:`coefficient_intervals` — subsampling intervals for PLS1's β and per-variable leverage; :func:`preprocess`.
 - ``learner="spls"`` of :func:`subspace_test` — sparse PLS1 with a keep-count (``spls_keep``).
 - :class:`PLSInference` — scikit-learn estimator (fit/predict/transform) with ``test_`` after fit.
 - :mod:`thrifty.inference.datasets` — Tecator and gasoline read from Debian's R packages.
@@ -27,6 +28,7 @@ from thrifty.inference._api import (
     varimax,
 )
 from thrifty.inference._estimator import PLSInference
+from thrifty.inference._intervals import CoefficientIntervals, Preprocessed, coefficient_intervals, preprocess
 from thrifty.inference._plssvd import PLSSVDTestResult, pls_svd_test
 from thrifty.inference._results import (
     BaselineResult,
@@ -42,20 +44,24 @@ from thrifty.inference._stability import RotationStabilityResult, rotation_stabi
 __all__ = [
     "BaselineResult",
     "ComponentTestsResult",
+    "CoefficientIntervals",
     "ConfidenceInterval",
     "ConstantColumnWarning",
     "GateDecision",
     "GateWarning",
     "NComponentsResult",
     "PLSSVDTestResult",
+    "Preprocessed",
     "PLSInference",
     "RotationStabilityResult",
     "SubspaceTestResult",
     "UndefinedSplitWarning",
     "VarimaxResult",
     "check_gate",
+    "coefficient_intervals",
     "component_tests",
     "pls_svd_test",
+    "preprocess",
     "rotation_stability",
     "select_n_components",
     "subspace_test",

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use crate::arrays::{matrix, slice2};
 use crate::errors::enter;
 use crate::inference::{train_lists, Xy};
-use thrifty_core::inference::{nb, plssvd, select, spls, stability};
+use thrifty_core::inference::{intervals, nb, plssvd, select, spls, stability};
 use thrifty_core::ThriftyError;
 
 type F64s<'py> = Bound<'py, PyArray1<f64>>;
@@ -203,6 +203,43 @@ fn inference_rotation_stability<'py>(
     })
 }
 
+/// `inference_subsample_replicates` (`ReplicatesDict`).
+#[derive(IntoPyObject)]
+struct Replicates<'py> {
+    coef: F64s<'py>,
+    leverage: F64s<'py>,
+    coef_sub: F64Matrix<'py>,
+    leverage_sub: F64Matrix<'py>,
+}
+
+/// m-out-of-n subsample replicates of PLS1's coefficients and per-variable leverage.
+#[pyfunction]
+#[pyo3(signature = (x, y, sample_weight, n_components, n_sub, m, seed, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+fn inference_subsample_replicates<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    n_components: usize,
+    n_sub: usize,
+    m: usize,
+    seed: u64,
+    n_jobs: Option<usize>,
+) -> PyResult<Replicates<'py>> {
+    let xy = Xy::new(&x, &y, &sample_weight)?;
+    let p = slice2(&x, "X")?.2;
+    let r = enter(py, n_jobs, |cancel| {
+        intervals::subsample_replicates(&xy.data()?, n_components, n_sub, m, seed, cancel)
+    })?;
+    Ok(Replicates {
+        coef: r.coef.into_pyarray(py),
+        leverage: r.leverage.into_pyarray(py),
+        coef_sub: matrix(py, r.coef_sub, n_sub, p)?,
+        leverage_sub: matrix(py, r.leverage_sub, n_sub, p)?,
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inference_spls_fit, m)?)?;
     m.add_function(wrap_pyfunction!(inference_plssvd_split_correlations, m)?)?;
@@ -210,5 +247,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inference_plssvd_fit, m)?)?;
     m.add_function(wrap_pyfunction!(inference_cv_curve, m)?)?;
     m.add_function(wrap_pyfunction!(inference_rotation_stability, m)?)?;
+    m.add_function(wrap_pyfunction!(inference_subsample_replicates, m)?)?;
     Ok(())
 }

@@ -15,6 +15,7 @@ pub mod fit;
 pub mod nb;
 pub mod perm;
 pub mod pls2;
+pub mod intervals;
 pub mod plssvd;
 pub mod select;
 pub mod special;

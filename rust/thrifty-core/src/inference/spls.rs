@@ -163,6 +163,67 @@ pub fn fit_coef(prep: &Prepared, ytr: &[f64], k: usize, keep: usize) -> Result<V
     spls_coef(&prep.xs_tr, ytr, n, p, k, keep)
 }
 
+/// Held-out r of one prepared split for each permuted response in `ys` (k = 1, fixed `keep`), in
+/// blocks of responses by matrix products: C = X̃_trᵀ(√w ⊙ y*) for the whole block, each column
+/// thresholded to its `keep` largest entries (w), predictions X̃_te w. The OLS slope on t = X̃_tr w is
+/// cᵀw / tᵀt > 0 (w is c on its support), and centring and scaling of y* only rescale c by a positive
+/// factor (X̃'s train columns are weighted-centred), so r = cor(X̃_te w, y*_te) is the refit's r.
+/// NaN where y* is constant on the train part, `perm::RANK_DEFICIENT` where c vanishes.
+pub fn null_k1(prep: &Prepared, ys: &[Vec<f64>], keep: usize) -> Vec<f64> {
+    use crate::inference::perm::RANK_DEFICIENT;
+    use faer::linalg::matmul::matmul;
+    use faer::{Accum, Mat, Par};
+    let (n_tr, n_te, p) = (prep.n_tr, prep.n_te, prep.p);
+    let xtr = crate::linalg::view(&prep.xs_tr, n_tr, p);
+    let xte = crate::linalg::view(&prep.xs_te, n_te, p);
+    let xnorm = dot(&prep.xs_tr, &prep.xs_tr).sqrt();
+    let w2: Vec<f64> = prep.sw_tr.iter().map(|s| s * s).collect();
+    let sw: f64 = w2.iter().sum();
+    let mut out = Vec::with_capacity(ys.len());
+    for chunk in ys.chunks(256) {
+        let c = chunk.len();
+        let mut y0 = Mat::<f64>::zeros(n_tr, c);
+        let mut ynorm = vec![0.0; c];
+        let mut constant = vec![false; c];
+        for (b, y) in chunk.iter().enumerate() {
+            let m = prep.train.iter().zip(&w2).map(|(&i, w)| w * y[i]).sum::<f64>() / sw;
+            let col = y0.col_as_slice_mut(b);
+            let (mut lo, mut hi, mut ss) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
+            for ((o, &i), &s) in col.iter_mut().zip(&prep.train).zip(&prep.sw_tr) {
+                let v = y[i];
+                lo = lo.min(v);
+                hi = hi.max(v);
+                ss += (s * (v - m)).powi(2);
+                *o = s * v;
+            }
+            constant[b] = !(hi > lo);
+            ynorm[b] = ss.sqrt();
+        }
+        let mut cm = Mat::<f64>::zeros(p, c);
+        matmul(cm.as_mut(), Accum::Replace, xtr.transpose(), y0.as_ref(), 1.0, Par::Seq);
+        let mut degenerate = vec![false; c];
+        for b in 0..c {
+            let col = cm.col_as_slice_mut(b);
+            hard_threshold(col, keep);
+            let wn = dot(col, col).sqrt();
+            degenerate[b] = !(wn > 1e-10 * xnorm * ynorm[b]) || wn == 0.0;
+        }
+        let mut pred = Mat::<f64>::zeros(n_te, c);
+        matmul(pred.as_mut(), Accum::Replace, xte, cm.as_ref(), 1.0, Par::Seq);
+        for (b, y) in chunk.iter().enumerate() {
+            out.push(if constant[b] {
+                f64::NAN
+            } else if degenerate[b] {
+                RANK_DEFICIENT
+            } else {
+                let yte: Vec<f64> = prep.test.iter().map(|&i| y[i]).collect();
+                crate::inference::fit::wcorr(pred.col_as_slice(b), &yte, &prep.w_te)
+            });
+        }
+    }
+    out
+}
+
 /// A sparse PLS1 fit on all rows (weighted-standardised as the test's learners).
 pub struct SplsFit {
     /// Weights W (p×k, row-major): column a is non-zero on exactly `keep` rows (fewer only on ties at 0).
