@@ -19,25 +19,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "inference"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare_inference import median_time as _median_time
 from inference_extra_designs import null_blocks, planted_k, planted_sparse
 
 
 def median_time(fn, reps=5):
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return _median_time(fn, reps)
 
 
 def aligned_diff(a, b):

@@ -302,3 +302,77 @@ def test_rotation_stability_bad_input(kw):
     args = {"n_components": 2} | kw
     with pytest.raises(ValueError):
         rotation_stability(X, y, **args)
+
+
+def test_spls_fast_null_equals_the_refit_null():
+    from thrifty import _core
+
+    X, y = planted_sparse(90, 40, (2, 9), np.random.default_rng(12))
+    res = subspace_test(X, y, learner="spls", spls_keep=4, n_perm=9, n_splits=6, random_state=5)
+    trains = list(res.train_indices)
+    fast = _core.inference_nb_permutation(X, y, None, "spls", 1, trains, res.seed_, 0, 100, spca_n_features=4)
+    slow = _core.inference_nb_permutation(X, y, None, "spls", 1, trains, res.seed_, 0, 100, spca_n_features=4, refit=True)
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-13)
+
+
+# ---- coefficient intervals and preprocess ------------------------------------------------------------
+
+
+def test_coefficient_intervals_cover_and_detect():
+    from thrifty.inference import coefficient_intervals
+
+    beta = np.array([1.0, 0.5, 0.0, 0.0])
+    covered, reps = np.zeros(4), 60
+    for r in range(reps):
+        rng = np.random.default_rng(r)
+        X = rng.normal(size=(300, 4))
+        y = X @ beta + rng.normal(size=300)
+        ci = coefficient_intervals(X, y, n_boot=150, confidence_level=0.9, random_state=r, n_jobs=1)
+        covered += (ci.coef_ci[:, 0] <= beta) & (beta <= ci.coef_ci[:, 1])
+        assert np.all(ci.leverage >= 0) and ci.leverage.sum() == pytest.approx(1.0)
+        assert abs(ci.coef_z[0]) > 5
+    # iid X: PLS1 at k = 1 targets beta itself; measured coverage 0.90 (non-zero) and ~0.8 (zero) at 0.9
+    assert np.all(covered[:2] / reps >= 0.8), covered / reps
+    assert np.all(covered / reps >= 0.65), covered / reps
+
+
+def test_coefficient_intervals_full_data_values_are_plsregression():
+    from sklearn.cross_decomposition import PLSRegression
+
+    from thrifty.inference import coefficient_intervals
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(120, 6))
+    y = X[:, 0] - X[:, 2] + rng.normal(size=120)
+    ci = coefficient_intervals(X, y, 2, n_boot=20, random_state=0)
+    pls = PLSRegression(2).fit(X, y)
+    np.testing.assert_allclose(ci.coef, pls.coef_.ravel(), rtol=1e-10)
+    np.testing.assert_allclose(ci.leverage, (pls.x_weights_**2).sum(axis=1), rtol=1e-10)
+    with pytest.raises(ValueError, match="m_rate"):
+        coefficient_intervals(X, y, m_rate=1.5)
+    with pytest.raises(ValueError, match="n_boot"):
+        coefficient_intervals(X, y, n_boot=0)
+
+
+def test_preprocess_matches_numpy_and_the_estimator():
+    from thrifty.inference import PLSInference, preprocess
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 4)) * [1.0, 10.0, 0.1, 1.0] + 3.0
+    X[:, 3] = 2.0
+    y = X[:, 0] + rng.normal(size=50)
+    w = rng.uniform(0.5, 2.0, size=50)
+    pre = preprocess(X, y, sample_weight=w)
+    m = np.average(X, axis=0, weights=w)
+    sd = np.sqrt(np.average((X - m) ** 2, axis=0, weights=w))
+    np.testing.assert_allclose(pre.X[:, :3], (X[:, :3] - m[:3]) / sd[:3], rtol=1e-12)
+    assert np.all(pre.X[:, 3] == 0.0) and pre.X_scale[3] == 0.0
+    assert pre.sample_weight.mean() == pytest.approx(1.0)
+    np.testing.assert_allclose(pre.transform(X), pre.X)
+    est = PLSInference(n_components=2, test=False).fit(X, y)
+    plain = preprocess(X)
+    np.testing.assert_allclose(est.transform(X), plain.X @ est.x_rotations_, atol=1e-12)
+    ci = est.confidence_intervals(X, y, n_boot=30, random_state=0)
+    np.testing.assert_allclose(ci.coef, est.coef_.ravel(), rtol=1e-10)
+    with pytest.raises(ValueError):
+        preprocess(np.full((5, 2), np.nan))

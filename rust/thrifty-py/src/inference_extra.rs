@@ -78,7 +78,10 @@ fn inference_spls_fit<'py>(
     })
 }
 
-fn blocks<'a>(x: &'a PyReadonlyArray2<'_, f64>, y: &'a PyReadonlyArray2<'_, f64>) -> PyResult<(&'a [f64], &'a [f64], usize, usize, usize)> {
+fn blocks<'a>(
+    x: &'a PyReadonlyArray2<'_, f64>,
+    y: &'a PyReadonlyArray2<'_, f64>,
+) -> PyResult<(&'a [f64], &'a [f64], usize, usize, usize)> {
     let (xs, n, p) = slice2(x, "X")?;
     let (ys, ny, q) = slice2(y, "Y")?;
     if ny != n {
@@ -229,9 +232,8 @@ fn inference_subsample_replicates<'py>(
 ) -> PyResult<Replicates<'py>> {
     let xy = Xy::new(&x, &y, &sample_weight)?;
     let p = slice2(&x, "X")?.2;
-    let r = enter(py, n_jobs, |cancel| {
-        intervals::subsample_replicates(&xy.data()?, n_components, n_sub, m, seed, cancel)
-    })?;
+    let r =
+        enter(py, n_jobs, |cancel| intervals::subsample_replicates(&xy.data()?, n_components, n_sub, m, seed, cancel))?;
     Ok(Replicates {
         coef: r.coef.into_pyarray(py),
         leverage: r.leverage.into_pyarray(py),

@@ -12,10 +12,10 @@
 pub mod baselines;
 pub mod blocks;
 pub mod fit;
+pub mod intervals;
 pub mod nb;
 pub mod perm;
 pub mod pls2;
-pub mod intervals;
 pub mod plssvd;
 pub mod select;
 pub mod special;

@@ -51,9 +51,12 @@ impl<'a> Blocks<'a> {
     }
 }
 
+/// U columns, V columns and singular values of [`top_pairs`].
+pub type Pairs = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<f64>);
+
 /// The first `k` singular triplets of the p×q matrix `c` (row-major): U (p×k), V (q×k), σ (k),
 /// with the largest-|entry| of each U column made positive (V flipped with it).
-pub fn top_pairs(c: &[f64], p: usize, q: usize, k: usize) -> Result<(Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<f64>)> {
+pub fn top_pairs(c: &[f64], p: usize, q: usize, k: usize) -> Result<Pairs> {
     let small = q <= p;
     let m = if small { q } else { p };
     // Gram matrix of the smaller side
@@ -154,8 +157,10 @@ pub fn permutation_null(
 ) -> Result<Vec<f64>> {
     check_budget("n_perm", count, bl.n.saturating_mul(bl.q.max(1)))?;
     let dx = bl.block(false);
-    let ys: Vec<Vec<f64>> =
-        (0..count).into_par_iter().map(|b| permuted_rows(bl.y, bl.q, &permutation(bl.n, seed, start + b as u64))).collect();
+    let ys: Vec<Vec<f64>> = (0..count)
+        .into_par_iter()
+        .map(|b| permuted_rows(bl.y, bl.q, &permutation(bl.n, seed, start + b as u64)))
+        .collect();
     // per split: X prepared once, every permuted Y against it
     let per_split: Vec<Vec<f64>> = splits
         .par_iter()
@@ -200,9 +205,8 @@ pub fn fit(bl: &Blocks<'_>, k: usize) -> Result<PlsSvdFit> {
     let yp = prepare(&bl.block(true), &all, &[], true);
     let c = cross(&xp, &yp);
     let (u, v, s) = top_pairs(&c, bl.p, bl.q, k)?;
-    let row_major = |cols: &[Vec<f64>], r: usize| -> Vec<f64> {
-        (0..r).flat_map(|i| cols.iter().map(move |col| col[i])).collect()
-    };
+    let row_major =
+        |cols: &[Vec<f64>], r: usize| -> Vec<f64> { (0..r).flat_map(|i| cols.iter().map(move |col| col[i])).collect() };
     let sd = |sc: &[f64]| -> Vec<f64> { sc.iter().map(|&s| if s.is_finite() { s } else { 0.0 }).collect() };
     Ok(PlsSvdFit {
         x_weights: row_major(&u, bl.p),

@@ -49,7 +49,10 @@ impl CvCurve {
 pub fn cv_curve(data: &Data<'_>, k_max: usize, keep: usize, n_folds: usize, seed: u64) -> Result<CvCurve> {
     let (n, p) = (data.n, data.p);
     if k_max == 0 || k_max > p.min(n) {
-        return Err(ThriftyError::invalid("k_max", format!("must be in [1, min(n_samples, n_features)] = [1, {}]", p.min(n))));
+        return Err(ThriftyError::invalid(
+            "k_max",
+            format!("must be in [1, min(n_samples, n_features)] = [1, {}]", p.min(n)),
+        ));
     }
     if keep == 0 || keep > p {
         return Err(ThriftyError::invalid("spls_keep", format!("must be in [1, n_features={p}], got {keep}")));
@@ -110,7 +113,8 @@ mod tests {
         let (n, p) = (200, 10);
         let mut r = crate::rng::stream(11, 0);
         let x: Vec<f64> = (0..n * p).map(|_| crate::rng::uniform(&mut r) - 0.5).collect();
-        let y: Vec<f64> = (0..n).map(|i| x[i * p] - x[i * p + 1] + 0.05 * (crate::rng::uniform(&mut r) - 0.5)).collect();
+        let y: Vec<f64> =
+            (0..n).map(|i| x[i * p] - x[i * p + 1] + 0.05 * (crate::rng::uniform(&mut r) - 0.5)).collect();
         let d = Data::new(&x, n, p, &y, None).unwrap();
         let c = cv_curve(&d, 5, p, 5, 3).unwrap();
         assert!(c.mean[0] < c.mean[1], "{:?}", c.mean);

@@ -82,7 +82,13 @@ pub fn matched(c: &[f64], k: usize) -> Vec<f64> {
 }
 
 /// The bootstrap stability study of k varimax axes.
-pub fn rotation_stability(data: &Data<'_>, k: usize, n_boot: usize, seed: u64, cancel: &AtomicBool) -> Result<Stability> {
+pub fn rotation_stability(
+    data: &Data<'_>,
+    k: usize,
+    n_boot: usize,
+    seed: u64,
+    cancel: &AtomicBool,
+) -> Result<Stability> {
     let (n, p) = (data.n, data.p);
     if k < 2 || k > MAX_K.min(p) || k + 2 > n {
         return Err(ThriftyError::invalid(
