@@ -98,7 +98,7 @@ def plssvd_rows(plskit, reps):
     print(f"weights, max |thrifty - plskit|: U {aligned_diff(ours.x_weights, theirs.U):.2e}, "
           f"V {aligned_diff(ours.y_weights, theirs.V):.2e}; singular values thrifty {np.round(ours.singular_values, 4)} "
           f"plskit {np.round(np.asarray(theirs.singular_values), 4)}")
-    for label, effect in (("null", 0.0), ("effect 0.3", 0.3)):
+    for label, effect in (("null", 0.0), ("effect 0.6", 0.6)):
         rt = rp = 0
         pt, pp = [], []
         for r in range(reps):

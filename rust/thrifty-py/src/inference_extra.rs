@@ -78,10 +78,10 @@ fn inference_spls_fit<'py>(
     })
 }
 
-fn blocks<'a>(
-    x: &'a PyReadonlyArray2<'_, f64>,
-    y: &'a PyReadonlyArray2<'_, f64>,
-) -> PyResult<(&'a [f64], &'a [f64], usize, usize, usize)> {
+/// X and Y as row-major slices with n, p and q.
+type BlockSlices<'a> = (&'a [f64], &'a [f64], usize, usize, usize);
+
+fn blocks<'a>(x: &'a PyReadonlyArray2<'_, f64>, y: &'a PyReadonlyArray2<'_, f64>) -> PyResult<BlockSlices<'a>> {
     let (xs, n, p) = slice2(x, "X")?;
     let (ys, ny, q) = slice2(y, "Y")?;
     if ny != n {
