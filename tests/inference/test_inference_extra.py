@@ -376,3 +376,11 @@ def test_preprocess_matches_numpy_and_the_estimator():
     np.testing.assert_allclose(ci.coef, est.coef_.ravel(), rtol=1e-10)
     with pytest.raises(ValueError):
         preprocess(np.full((5, 2), np.nan))
+
+
+def test_pls_svd_with_one_column_is_the_pls1_test():
+    # q = 1: v = ±1 and u ∝ X̃ᵀỹ, so the held-out latent correlation is PLS1's held-out r
+    X, y = planted_sparse(70, 9, (0,), np.random.default_rng(4))
+    two = pls_svd_test(X, y, n_perm=9, n_splits=7, random_state=3)
+    one = subspace_test(X, y, method="nb-permutation", n_perm=9, splits=two.test.train_indices)
+    np.testing.assert_allclose(two.test.r, one.r, rtol=0, atol=1e-12)
