@@ -140,7 +140,7 @@ mod tests {
     #[test]
     fn congruence_is_sign_free_and_one_for_the_same_axes() {
         let a = vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
-        let b = vec![0.0, -1.0, 1.0, 0.0, -1.0, 1.0];
+        let b = vec![0.0, 1.0, -1.0, 0.0, -1.0, 1.0]; // columns -a1 and a0
         let m = matched(&congruence(&a, &b, 3, 2), 2);
         assert!(m.iter().all(|v| (v - 1.0).abs() < 1e-12));
     }
