@@ -379,3 +379,60 @@ def inference_split_null_rs(
 ) -> _F2: ...
 def inference_null_mean_z(r: _F2) -> _F1: ...
 def inference_train_mask(n: int, n_components: int, n_splits: int, seed: int) -> npt.NDArray[np.uint64]: ...
+
+# ---- inference additions (sparse PLS1, PLS-SVD, choosing k, rotation stability; inference_extra.rs) ----
+
+from collections.abc import Sequence  # kept inside this section for easy merging
+
+class SplsFitDict(TypedDict):
+    weights: _F2
+    rotations: _F2
+    coef: _F1
+    intercept: float
+    keep: int
+
+class PlsSvdFitDict(TypedDict):
+    x_weights: _F2
+    y_weights: _F2
+    singular_values: _F1
+    x_mean: _F1
+    x_std: _F1
+    y_mean: _F1
+    y_std: _F1
+
+class CvCurveDict(TypedDict):
+    scores: _F2
+    mean: _F1
+    se: _F1
+    choice_max: int | None
+    choice_one_se: int | None
+
+class StabilityDict(TypedDict):
+    rotated: _F2
+    unrotated: _F2
+    axes: _F2
+    weights: _F2
+
+def inference_spls_fit(x: _F2, y: _F1, sample_weight: _F1 | None, n_components: int, keep: int) -> SplsFitDict: ...
+def inference_plssvd_split_correlations(x: _F2, y: _F2, train: Sequence[_I1], n_jobs: int | None = None) -> _F1: ...
+def inference_plssvd_permutation(
+    x: _F2, y: _F2, train: Sequence[_I1], seed: int, start: int, count: int, n_jobs: int | None = None
+) -> _F1: ...
+def inference_plssvd_fit(x: _F2, y: _F2, n_components: int) -> PlsSvdFitDict: ...
+def inference_cv_curve(
+    x: _F2, y: _F1, k_max: int, keep: int, n_folds: int, seed: int, n_jobs: int | None = None
+) -> CvCurveDict: ...
+def inference_rotation_stability(
+    x: _F2, y: _F1, n_components: int, n_boot: int, seed: int, n_jobs: int | None = None
+) -> StabilityDict: ...
+
+class ReplicatesDict(TypedDict):
+    coef: _F1
+    leverage: _F1
+    coef_sub: _F2
+    leverage_sub: _F2
+
+def inference_subsample_replicates(
+    x: _F2, y: _F1, sample_weight: _F1 | None, n_components: int, n_sub: int, m: int, seed: int,
+    n_jobs: int | None = None,
+) -> ReplicatesDict: ...

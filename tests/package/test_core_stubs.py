@@ -97,6 +97,12 @@ CALLS: dict[str, Any] = {
     "dpp_greedy_mutual_information": lambda: _core.dpp_greedy_mutual_information(COV, 3, 1e-3),
     "DppEnsemble.sample_many": lambda: _core.DppEnsemble.from_features(X).sample_many(3, 0),
     "dpp_chunk_leverage": lambda: _core.dpp_chunk_leverage(X, _tsqr_whitening(X)),
+    # inference additions (inference_extra.rs)
+    "inference_spls_fit": lambda: _core.inference_spls_fit(X, Y, None, 2, 3),
+    "inference_plssvd_fit": lambda: _core.inference_plssvd_fit(X, Y2, 2),
+    "inference_cv_curve": lambda: _core.inference_cv_curve(X, Y, 3, 6, 4, 0),
+    "inference_rotation_stability": lambda: _core.inference_rotation_stability(X, Y, 2, 5, 0),
+    "inference_subsample_replicates": lambda: _core.inference_subsample_replicates(X, Y, None, 1, 5, 20, 0),
 }
 
 

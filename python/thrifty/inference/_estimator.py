@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from thrifty import _core
 from thrifty._validation import RandomState, check_int, power_of_two_scale
 from thrifty.inference._api import test_problem
+from thrifty.inference._intervals import CoefficientIntervals, coefficient_intervals, standardise
 from thrifty.inference._results import BaselineResult, FloatArray, SubspaceTestResult
 
 
@@ -200,8 +201,16 @@ class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorM
         """PLS scores ``((X - x_mean_) / x_std_) @ x_rotations_``, shape (n_samples, n_components)."""
         check_is_fitted(self)
         x = validate_data(self, X, dtype=np.float64, reset=False)
-        scale = np.where(self.x_std_ > 0, self.x_std_, np.inf)
-        return np.asarray(((x - self.x_mean_) / scale) @ self.x_rotations_, dtype=np.float64)
+        return np.asarray(standardise(x, self.x_mean_, self.x_std_) @ self.x_rotations_, dtype=np.float64)
+
+    def confidence_intervals(self, X: npt.ArrayLike, y: npt.ArrayLike, **options: Any) -> CoefficientIntervals:
+        """Subsampling intervals for β and the per-variable leverage at the fitted number of components:
+        :func:`thrifty.inference.coefficient_intervals` on ``X, y`` (``options``: ``n_boot``, ``m_rate``,
+        ``confidence_level``, ``sample_weight``; ``random_state`` and ``n_jobs`` default to the estimator's)."""
+        check_is_fitted(self)
+        options.setdefault("random_state", self.random_state)
+        options.setdefault("n_jobs", self.n_jobs)
+        return coefficient_intervals(X, y, int(self.n_components_fitted_), **options)
 
     def get_feature_names_out(self, input_features: Any = None) -> npt.NDArray[np.object_]:
         """Output names ``plsinference0 ... plsinference{k-1}`` of :meth:`transform` (enables ``set_output``)."""

@@ -109,6 +109,9 @@ class SubspaceTestResult:
     n_undefined : int
         Splits whose held-out r is undefined (constant test response or prediction); they are left
         out of the test (``r`` holds NaN there) and a :class:`UndefinedSplitWarning` says so.
+    basis : ndarray of shape (n_features, n_components) or None
+        ``learner="spls"``: the sparse weights fitted on all rows (each column non-zero on exactly
+        ``spls_keep`` variables, so the selected variables show); None for the other learners.
     """
 
     method: str
@@ -138,6 +141,7 @@ class SubspaceTestResult:
     rotate: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     n_undefined: int = 0
+    basis: FloatArray | None = None
 
     @property
     def p_value(self) -> float:

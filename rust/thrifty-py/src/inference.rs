@@ -158,6 +158,8 @@ pub(crate) fn make_spec(
         "pls" => Learner::Pls,
         "spca" => Learner::Spca { n_features: spca_n_features },
         "ridge" => Learner::Ridge { alpha: ridge_alpha },
+        // sparse PLS1 reads its keep-count (0: cross-validated) from the features-kept argument
+        "spls" => Learner::Spls { keep: spca_n_features },
         "basis" => {
             let b = basis.ok_or_else(|| to_py(ThriftyError::invalid("learner", "basis array missing")))?;
             Learner::Basis { basis: slice2(&b, "learner")?.0.to_vec() }

@@ -8,6 +8,7 @@ mod dpp_blocks;
 mod errors;
 mod inference;
 mod inference_blocks;
+mod inference_extra;
 mod kmeans;
 mod kmeans_blocks;
 
@@ -18,6 +19,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kmeans_blocks::register(m)?;
     inference::register(m)?;
     inference_blocks::register(m)?;
+    inference_extra::register(m)?;
     dpp::register(m)?;
     dpp_blocks::register(m)?;
     Ok(())

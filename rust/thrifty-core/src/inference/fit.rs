@@ -17,7 +17,7 @@ mod refit;
 mod score;
 
 pub(crate) use nipals::max_abs;
-pub use nipals::{nipals, nipals_upto, Nipals};
+pub use nipals::{nipals, nipals_shaped, nipals_upto, Nipals};
 pub(crate) use prepare::is_constant;
 pub use prepare::{prepare, prepare_with, train_response, Prepared};
 pub(crate) use refit::columns;
@@ -110,6 +110,9 @@ pub enum Learner {
     /// Supervised PCA: keep the `n_features` features with the largest |X̃ⱼᵀỹ| on the train part
     /// (0 = default `min(p, max(5k, ⌈p/10⌉))`), then the top-k right singular vectors of those columns.
     Spca { n_features: usize },
+    /// Sparse PLS1 (`inference::spls`): each weight vector loads on exactly `keep` variables
+    /// (0 = choose the keep-count by cross-validation on every train part).
+    Spls { keep: usize },
     /// Ridge probe: the single direction (X̃ᵀX̃ + αI)⁻¹X̃ᵀỹ (k = 1).
     Ridge { alpha: f64 },
     /// A fixed basis (p×k, row-major), applied to X centred by the train mean (raw units).
@@ -122,7 +125,7 @@ pub enum Learner {
 impl Learner {
     /// Built-in learners work on standardised X; user bases act on centred raw X.
     pub fn standardizes(&self) -> bool {
-        matches!(self, Learner::Pls | Learner::Spca { .. } | Learner::Ridge { .. })
+        matches!(self, Learner::Pls | Learner::Spca { .. } | Learner::Ridge { .. } | Learner::Spls { .. })
     }
 }
 
@@ -201,6 +204,14 @@ impl Spec {
                         ));
                     }
                     crate::error::ensure_finite("bases", b)?;
+                }
+            }
+            Learner::Spls { keep } => {
+                if *keep > p {
+                    return Err(ThriftyError::invalid(
+                        "spls_keep",
+                        format!("{keep} exceeds the number of columns ({p})"),
+                    ));
                 }
             }
             Learner::Pls => {}

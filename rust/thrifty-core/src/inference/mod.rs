@@ -17,6 +17,7 @@
 pub mod baselines;
 pub mod blocks;
 pub mod fit;
+pub mod intervals;
 pub mod nb;
 pub mod perm;
 pub mod pls2;
@@ -24,6 +25,11 @@ pub mod route;
 pub mod run;
 pub mod special;
 pub mod splits;
+pub mod plssvd;
+pub mod select;
+pub mod special;
+pub mod spls;
+pub mod stability;
 pub mod varimax;
 
 #[cfg(test)]

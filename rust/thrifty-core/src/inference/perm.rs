@@ -128,7 +128,8 @@ pub fn split_null_r(
         return refit_all();
     }
     match &spec.learner {
-        Learner::Spca { .. } => refit_all(),
+        Learner::Spls { keep } if spec.k == 1 && *keep > 0 => Ok(crate::inference::spls::null_k1(prep, ys, *keep)),
+        Learner::Spca { .. } | Learner::Spls { .. } => refit_all(),
         Learner::Basis { .. } | Learner::SplitBases { .. } => fixed_basis_null(spec, prep, ys, split),
         Learner::Pls => Ok(pls_gram_null(prep, ys, spec.k)),
         Learner::Ridge { alpha } => ridge_null(prep, ys, *alpha),

@@ -36,6 +36,22 @@ pub fn nipals_upto(
     full: bool,
     stop_early: bool,
 ) -> Result<Nipals> {
+    nipals_shaped(x, y, n, p, k, full, stop_early, |_| {})
+}
+
+/// [`nipals_upto`] with every raw weight vector X_aᵀy_a passed through `shape` before it is
+/// normalised (sparse PLS keeps its largest entries; the identity gives PLS1 bit for bit).
+#[allow(clippy::too_many_arguments)]
+pub fn nipals_shaped(
+    x: &mut [f64],
+    y: &mut [f64],
+    n: usize,
+    p: usize,
+    k: usize,
+    full: bool,
+    stop_early: bool,
+    shape: impl Fn(&mut [f64]),
+) -> Result<Nipals> {
     let xnorm = dot(x, x).sqrt();
     let ynorm = dot(y, y).sqrt();
     let ymax0 = max_abs(y);
@@ -45,6 +61,7 @@ pub fn nipals_upto(
             break;
         }
         let mut w = xt_v(x, n, p, y);
+        shape(&mut w);
         let wn = dot(&w, &w).sqrt();
         if !(wn > 1e-10 * xnorm * ynorm) || wn == 0.0 {
             if stop_early && a > 0 {

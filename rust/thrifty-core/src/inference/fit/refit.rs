@@ -155,6 +155,7 @@ pub fn fit_coef(spec: &Spec, prep: &Prepared, ytr: &[f64], split: usize) -> Resu
             let s = scores(prep, &basis);
             refit(prep, &basis, &s, ytr)
         }
+        Learner::Spls { keep } => crate::inference::spls::fit_coef(prep, ytr, k, *keep),
         Learner::Ridge { alpha } => {
             let b = ridge_direction(&prep.xs_tr, n, p, ytr, *alpha)?;
             let s = scores(prep, std::slice::from_ref(&b));
