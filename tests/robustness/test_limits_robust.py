@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -126,14 +127,15 @@ def test_weights_equivalent_to_ones_give_the_unit_weight_clustering(scale: float
     # Before: 1e308 weights overflowed the weight sums: NaN centres, inertia_ = 0.
     ref = HartiganKMeans(2, random_state=0).fit(X_KM, sample_weight=np.ones(600))
     w = np.full(600, scale)
-    with np.errstate(over="ignore"):
+    expected = ref.inertia_ * scale  # inf for 1e308: the true weighted inertia overflows
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         km = HartiganKMeans(2, random_state=0).fit(X_KM, sample_weight=w)
     assert (w == scale).all()
     np.testing.assert_array_equal(km.labels_, ref.labels_)
-    np.testing.assert_array_equal(km.cluster_centers_, ref.cluster_centers_)
-    expected = ref.inertia_ * scale
-    if np.isfinite(expected) and expected > 0:
-        assert km.inertia_ == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-13, atol=1e-14)
+    assert km.inertia_ == pytest.approx(expected, rel=1e-12)
+    assert [str(c.message)[:17] for c in caught] == ([] if np.isfinite(expected) else ["inertia_ overflow"])
 
 
 def test_an_overflowing_inertia_is_inf_with_a_warning() -> None:
