@@ -24,7 +24,8 @@ from thrifty.inference import subspace_test
 LIMIT = 1_000_000 * 1024  # ulimit -v 1000000
 
 _PRELUDE = """
-import resource, sys
+import resource, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the parent ignores SIGINT
 limit = {limit}
 if limit:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
