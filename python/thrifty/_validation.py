@@ -150,15 +150,20 @@ F64Array = npt.NDArray[np.float64]
 
 
 def check_sample_weight(sample_weight: Any, n: int) -> F64Array | None:
-    """``None``, or non-negative finite float64 weights of length ``n`` with a positive sum."""
+    """``None``, or non-negative finite float64 weights of length ``n`` with a positive sum.
+
+    Only relative weights matter, so they come back divided by the power of two nearest their
+    maximum (exact): weights of 1e308 (whose sum overflows) or 1e-320 (subnormal, whose squares
+    vanish) give the unit-weight result. A new array: the caller's is never modified."""
     if sample_weight is None:
         return None
     w = check_finite_vector(sample_weight, "sample_weight", length=n)
     if (w < 0).any():
         raise ValueError("sample_weight must be non-negative")
-    if not w.sum() > 0:
+    if not w.max(initial=0.0) > 0:
         raise ValueError("sample_weight must have a positive sum")
-    return w
+    out: F64Array = np.ldexp(w, -power_of_two_scale(w).astype(np.int64))
+    return out
 
 
 def check_xy(

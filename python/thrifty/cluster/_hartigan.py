@@ -359,6 +359,13 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         self.cluster_centers_ = result["cluster_centers"]
         self.labels_ = result["labels"]
         self.inertia_ = float(result["inertia"])
+        if not np.isfinite(self.inertia_):  # scikit-learn reports inf too, silently
+            warnings.warn(
+                "inertia_ overflows float64 (squared distances of X, times sample_weight, exceed 1.8e308); "
+                "it is reported as inf and the assignment may be unreliable: rescale X",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self.n_iter_ = int(result["n_iter"])
         self.converged_ = bool(result["converged"])
         self.seed_ = seed

@@ -43,6 +43,9 @@
 // An internal error (a Rust panic, caught at the boundary). Please report it.
 #define THRIFTY_ERR_PANIC 8
 
+// A buffer whose size follows the input could not be allocated.
+#define THRIFTY_ERR_OUT_OF_MEMORY 9
+
 // Matrix layout: row `i` is contiguous (C, NumPy).
 #define THRIFTY_ROW_MAJOR 0
 

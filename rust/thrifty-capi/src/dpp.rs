@@ -145,7 +145,9 @@ pub unsafe extern "C" fn thrifty_dpp_projection_sample(
 
 unsafe fn spectrum(l: *const f64, features: *const f64, n: usize, d: usize, layout: i32) -> Res<Spectrum> {
     match (l.is_null(), features.is_null()) {
-        (false, true) => Ok(Spectrum::from_kernel(symmetric(l, n, layout, "l")?, n, f64::EPSILON)?),
+        (false, true) => {
+            Ok(Spectrum::from_kernel(symmetric(l, n, layout, "l")?, n, f64::EPSILON, thrifty_core::dpp::never())?)
+        }
         (true, false) => {
             let f = matrix(features, n, d, layout, "features")?;
             Ok(Spectrum::from_features(&f[..], n, d)?)

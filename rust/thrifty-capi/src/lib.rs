@@ -65,6 +65,8 @@ pub const THRIFTY_ERR_INTERRUPTED: i32 = 6;
 pub const THRIFTY_ERR_NULL_POINTER: i32 = 7;
 /// An internal error (a Rust panic, caught at the boundary). Please report it.
 pub const THRIFTY_ERR_PANIC: i32 = 8;
+/// A buffer whose size follows the input could not be allocated.
+pub const THRIFTY_ERR_OUT_OF_MEMORY: i32 = 9;
 
 /// Matrix layout: row `i` is contiguous (C, NumPy).
 pub const THRIFTY_ROW_MAJOR: i32 = 0;
@@ -87,6 +89,7 @@ impl From<ThriftyError> for Fail {
             ThriftyError::Type { .. } => THRIFTY_ERR_TYPE,
             ThriftyError::Numerical { .. } => THRIFTY_ERR_NUMERICAL,
             ThriftyError::Interrupted => THRIFTY_ERR_INTERRUPTED,
+            ThriftyError::OutOfMemory { .. } => THRIFTY_ERR_OUT_OF_MEMORY,
         };
         Fail { status, msg: e.to_string() }
     }

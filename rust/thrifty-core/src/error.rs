@@ -1,6 +1,7 @@
 //! The one error type of the core. Every problem caused by user input is an `Err`, never a panic; the
 //! Python binding maps `InvalidArgument`/`Shape`/`NotFinite` to `ValueError`, `Type` to `TypeError`
-//! `Numerical` to `ArithmeticError` and `Interrupted` to `KeyboardInterrupt` (see `thrifty-py/src/errors.rs`).
+//! `Numerical` to `ArithmeticError`, `Interrupted` to `KeyboardInterrupt` and `OutOfMemory` to
+//! `MemoryError` (see `thrifty-py/src/errors.rs`).
 use thiserror::Error;
 
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -23,6 +24,11 @@ pub enum ThriftyError {
     /// The computation broke down numerically (singular system, rank loss) despite valid input.
     #[error("numerical failure in {context}: {msg}")]
     Numerical { context: &'static str, msg: String },
+    /// A buffer whose size follows the input could not be allocated (the allocator refused it, or it
+    /// exceeds what the machine can give), or worker threads could not be started. `what` names the
+    /// buffer, `detail` gives its size.
+    #[error("cannot allocate {what}: {detail}")]
+    OutOfMemory { what: &'static str, detail: String },
 }
 
 pub type Result<T> = std::result::Result<T, ThriftyError>;

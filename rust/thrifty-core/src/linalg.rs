@@ -1,6 +1,7 @@
 //! Thin helpers over faer shared by the capabilities. Dense matrices cross module boundaries as
 //! row-major slices plus a shape (the NumPy C layout) or as `faer::Mat<f64>`.
 use faer::{Mat, MatRef};
+use std::sync::atomic::AtomicBool;
 
 /// View a row-major `rows × cols` slice as a faer matrix (no copy).
 pub fn view(values: &[f64], rows: usize, cols: usize) -> MatRef<'_, f64> {
@@ -38,15 +39,66 @@ mod tests {
 
 // ---- dpp helpers ----
 
+/// Below this order an eigendecomposition takes well under a second and runs on the calling thread.
+const EIGEN_DETACH_ORDER: usize = 500;
+
 /// Eigendecomposition of a symmetric row-major `n × n` matrix (only the lower triangle is read):
 /// eigenvalues in nondecreasing order and the eigenvectors as the columns of a row-major `n × n` matrix.
-pub fn sym_eigen(a: &[f64], n: usize) -> crate::Result<(Vec<f64>, Vec<f64>)> {
-    let m = view(a, n, n);
-    let evd = m
-        .self_adjoint_eigen(faer::Side::Lower)
+///
+/// Every buffer is allocated fallibly after checking that the whole (about 3n² values plus faer's
+/// workspace) fits the machine. faer's eigensolver is one uninterruptible call, so from order
+/// [`EIGEN_DETACH_ORDER`] on (more than about a tenth of a second) it runs on a helper thread over an
+/// owned copy while the caller watches `cancel`: Ctrl-C returns `Err(Interrupted)` at once and the
+/// helper finishes on its own and frees its memory. When no thread can be started (memory limits)
+/// the call runs on the calling thread instead.
+pub fn sym_eigen(a: &[f64], n: usize, cancel: &AtomicBool) -> crate::Result<(Vec<f64>, Vec<f64>)> {
+    use crate::alloc::{ensure_fits, try_buffer, try_mat};
+    use faer::linalg::evd::{self, ComputeEigenvectors};
+    let par = match rayon::current_num_threads() {
+        1 => faer::Par::Seq,
+        t => faer::Par::rayon(t),
+    };
+    let scratch = evd::self_adjoint_evd_scratch::<f64>(n, ComputeEigenvectors::Yes, par, Default::default());
+    let what = "the eigendecomposition (3 n × n matrices and a workspace)";
+    ensure_fits(what, 24.0 * (n as f64).powi(2) + scratch.size_bytes() as f64)?;
+    let mut m = try_mat("a copy of the kernel for its eigendecomposition", n, n)?;
+    for i in 0..n {
+        for j in 0..=i {
+            m[(i, j)] = a[i * n + j];
+        }
+    }
+    let u = try_mat("the eigenvectors (n × n)", n, n)?;
+    let mem = try_buffer("the eigendecomposition workspace", scratch)?;
+    let job = move || -> crate::Result<(Vec<f64>, Vec<f64>)> {
+        let (mut u, mut mem) = (u, mem);
+        let mut s = faer::diag::Diag::<f64>::zeros(n);
+        evd::self_adjoint_evd(
+            m.as_ref(),
+            s.as_mut(),
+            Some(u.as_mut()),
+            par,
+            faer::dyn_stack::MemStack::new(&mut mem),
+            Default::default(),
+        )
         .map_err(|e| crate::ThriftyError::numerical("eigendecomposition", format!("{e:?}")))?;
-    let vals: Vec<f64> = (0..n).map(|i| evd.S().column_vector()[i]).collect();
-    Ok((vals, to_row_major(evd.U())))
+        let vals: Vec<f64> = (0..n).map(|i| s.column_vector()[i]).collect();
+        Ok((vals, try_row_major(u.as_ref())?))
+    };
+    if n < EIGEN_DETACH_ORDER {
+        return job();
+    }
+    crate::threads::watch(job, cancel)
+}
+
+/// [`to_row_major`], allocated fallibly.
+pub fn try_row_major(m: MatRef<'_, f64>) -> crate::Result<Vec<f64>> {
+    let mut out = crate::alloc::try_with_capacity("a copy of a matrix", m.nrows() * m.ncols())?;
+    for i in 0..m.nrows() {
+        for j in 0..m.ncols() {
+            out.push(m[(i, j)]);
+        }
+    }
+    Ok(out)
 }
 
 /// Lower Cholesky factor `L` (row-major) of a symmetric positive-definite matrix, or `None` when a

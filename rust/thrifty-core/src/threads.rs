@@ -4,6 +4,8 @@
 //! thread count: every parallel reduction in the core works over fixed-size blocks combined in a
 //! fixed order.
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Result, ThriftyError};
@@ -19,10 +21,28 @@ fn pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
             .num_threads(n)
             .thread_name(move |i| format!("thrifty-{n}-{i}"))
             .build()
-            .map_err(|e| ThriftyError::numerical("thread pool", e.to_string()))?,
+            .map_err(threads_failed)?,
     );
     pools.insert(n, p.clone());
     Ok(p)
+}
+
+/// Start rayon's global pool (all cores) if it is not running yet, as an error instead of rayon's
+/// panic when its threads cannot be spawned. rayon tries only once: after a failure every later
+/// call gets the same error.
+pub fn global_pool() -> Result<()> {
+    static STARTED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    let started = STARTED.get_or_init(|| match rayon::ThreadPoolBuilder::new().build_global() {
+        Ok(()) => Ok(()),
+        // Someone else (a test harness, another library) started it first: it is running.
+        Err(e) if e.to_string().contains("already") => Ok(()),
+        Err(e) => Err(e.to_string()),
+    });
+    started.clone().map_err(threads_failed)
+}
+
+fn threads_failed(e: impl std::fmt::Display) -> ThriftyError {
+    ThriftyError::OutOfMemory { what: "the worker threads", detail: format!("they could not be started ({e})") }
 }
 
 pub fn with_threads<R: Send>(n_jobs: Option<usize>, f: impl FnOnce() -> R + Send) -> Result<R> {
@@ -31,6 +51,45 @@ pub fn with_threads<R: Send>(n_jobs: Option<usize>, f: impl FnOnce() -> R + Send
         Some(0) => Err(ThriftyError::invalid("n_jobs", "must be at least 1")),
         Some(n) if n > 4096 => Err(ThriftyError::invalid("n_jobs", format!("must be at most 4096, got {n}"))),
         Some(n) => Ok(pool(n)?.install(f)),
+    }
+}
+
+/// Run the uninterruptible `job` on a helper thread while the calling thread watches `cancel` (every
+/// 20 ms): its result, or `Err(Interrupted)` as soon as `cancel` is raised — the helper then finishes
+/// on its own and drops what it owns. The job's rayon work runs in the global pool. When no thread
+/// can be started (an address-space limit), the job runs on the calling thread.
+pub fn watch<R: Send + 'static>(job: impl FnOnce() -> Result<R> + Send + 'static, cancel: &AtomicBool) -> Result<R> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let slot = Arc::new(Mutex::new(Some(job)));
+    let helper_slot = slot.clone();
+    let spawned = std::thread::Builder::new().name("thrifty-watch".into()).spawn(move || {
+        let job = helper_slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(job) = job {
+            let _ = tx.send(job());
+        }
+    });
+    if spawned.is_err() {
+        let job = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        return job.map_or(Err(ThriftyError::Interrupted), |job| job());
+    }
+    loop {
+        // A pool worker that waits runs the pool's pending jobs meanwhile (the helper's parallel
+        // work may be among them: in a one-thread pool nobody else would run it).
+        let waited = match rayon::yield_now() {
+            Some(rayon::Yield::Executed) => rx.try_recv().map_err(|e| match e {
+                std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Timeout,
+                std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+            }),
+            _ => rx.recv_timeout(std::time::Duration::from_millis(20)),
+        };
+        match waited {
+            Ok(result) => return result,
+            Err(RecvTimeoutError::Timeout) if cancel.load(Ordering::Relaxed) => return Err(ThriftyError::Interrupted),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(ThriftyError::numerical("helper thread", "stopped without a result"))
+            }
+        }
     }
 }
 
@@ -43,5 +102,19 @@ mod tests {
         assert_eq!(with_threads(Some(3), rayon::current_num_threads).unwrap(), 3);
         assert!(Arc::ptr_eq(&pool(3).unwrap(), &pool(3).unwrap()));
         assert!(with_threads(Some(0), || ()).is_err());
+    }
+
+    #[test]
+    fn watched_jobs_return_their_result_or_stop_at_once_on_cancel() {
+        let go = AtomicBool::new(false);
+        assert_eq!(watch(|| Ok(7), &go).unwrap(), 7);
+        let stop = AtomicBool::new(true);
+        let t = std::time::Instant::now();
+        let slow = || {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            Ok(1)
+        };
+        assert_eq!(watch(slow, &stop).unwrap_err(), ThriftyError::Interrupted);
+        assert!(t.elapsed().as_millis() < 500);
     }
 }

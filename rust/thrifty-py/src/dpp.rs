@@ -183,7 +183,7 @@ impl DppEnsemble {
         if n != c {
             return Err(PyValueError::new_err(format!("L must be square, got shape ({n}, {c})")));
         }
-        Ok(DppEnsemble { inner: enter(py, None, |_| Spectrum::from_kernel(s, n, input_eps))? })
+        Ok(DppEnsemble { inner: enter(py, None, |c| Spectrum::from_kernel(s, n, input_eps, c))? })
     }
 
     #[staticmethod]

@@ -3,7 +3,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyArithmeticError, PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyArithmeticError, PyKeyboardInterrupt, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::PyErr;
 use thrifty_core::ThriftyError;
@@ -14,6 +16,7 @@ pub fn to_py(err: ThriftyError) -> PyErr {
         ThriftyError::Type { .. } => PyTypeError::new_err(msg),
         ThriftyError::Numerical { .. } => PyArithmeticError::new_err(msg),
         ThriftyError::Interrupted => PyKeyboardInterrupt::new_err(msg),
+        ThriftyError::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         ThriftyError::InvalidArgument { .. } | ThriftyError::Shape { .. } | ThriftyError::NotFinite { .. } => {
             PyValueError::new_err(msg)
         }
@@ -31,18 +34,22 @@ impl<T> CoreResultExt<T> for thrifty_core::Result<T> {
     }
 }
 
-/// Run `work` without the GIL on a helper thread while this (Python's main) thread polls for
-/// signals every 100 ms: on Ctrl-C the `cancel` flag is raised, the core stops at its next check
-/// and the KeyboardInterrupt propagates. For long core calls (fits); short ones use `py.detach`.
+/// Run `work` without the GIL on a worker of rayon's global pool while this (Python's main) thread
+/// polls for signals every 100 ms: on Ctrl-C the `cancel` flag is raised, the core stops at its next
+/// check and the KeyboardInterrupt propagates. The pool's threads are already running, so a small
+/// call pays no thread start (a fresh OS thread per call cost small calls 2–3× their wall time
+/// under load). When the pool cannot be started (thread limits, an address-space limit) the error
+/// says so instead of a panic.
 pub fn detach_interruptible<T: Send>(
     py: Python<'_>,
     work: impl FnOnce(&AtomicBool) -> thrifty_core::Result<T> + Send,
 ) -> PyResult<T> {
+    thrifty_core::threads::global_pool().py()?;
     let cancel = AtomicBool::new(false);
     let (tx, rx) = channel();
-    std::thread::scope(|scope| {
+    rayon::in_place_scope(|scope| {
         let cancel = &cancel;
-        scope.spawn(move || {
+        scope.spawn(move |_| {
             let _ = tx.send(work(cancel));
         });
         let mut rx = rx;

@@ -49,7 +49,7 @@ impl Spectrum {
     /// `noise = max(1e-9, 64·√n·eps)·max(λ_max, max|L_ij|)` (asymmetry: `max(1e-10, 64·eps)·max|L_ij|`)
     /// are rounding, not input errors: the eigenvalues at or below that level are clipped to zero
     /// (dropped from the spectrum). Beyond it L is rejected as non-symmetric or indefinite.
-    pub fn from_kernel(l: &[f64], n: usize, input_eps: f64) -> Result<Self> {
+    pub fn from_kernel(l: &[f64], n: usize, input_eps: f64, cancel: &AtomicBool) -> Result<Self> {
         ensure_matrix("L", l, n, n)?;
         ensure_finite("L", l)?;
         let eps = input_eps.clamp(f64::EPSILON, 1e-2);
@@ -63,7 +63,7 @@ impl Spectrum {
         if asym > (64.0 * eps).max(1e-10) * amax {
             return Err(ThriftyError::invalid("L", format!("must be symmetric (max |L − Lᵀ| = {asym:.3e})")));
         }
-        let (vals, vecs) = linalg::sym_eigen(l, n)?;
+        let (vals, vecs) = linalg::sym_eigen(l, n, cancel)?;
         let lmax = vals[n - 1].max(0.0);
         let noise = (64.0 * (n as f64).sqrt() * eps).max(1e-9) * lmax.max(amax);
         if vals[0] < -noise {
@@ -284,7 +284,7 @@ mod tests {
         let phi: Vec<f64> = (0..n * d).map(|_| rng::uniform(&mut r)).collect();
         let l: Vec<f64> =
             (0..n * n).map(|ij| (0..d).map(|c| phi[(ij / n) * d + c] * phi[(ij % n) * d + c]).sum()).collect();
-        let a = Spectrum::from_kernel(&l, n, f64::EPSILON).unwrap();
+        let a = Spectrum::from_kernel(&l, n, f64::EPSILON, crate::dpp::never()).unwrap();
         let b = Spectrum::from_features(&phi, n, d).unwrap();
         assert_eq!(a.r, 3);
         assert_eq!(b.r, 3);
@@ -293,22 +293,22 @@ mod tests {
         }
         let mut nonsym = l.clone();
         nonsym[1] += 1.0;
-        assert!(Spectrum::from_kernel(&nonsym, n, f64::EPSILON).is_err());
+        assert!(Spectrum::from_kernel(&nonsym, n, f64::EPSILON, crate::dpp::never()).is_err());
         let mut neg = vec![0.0; 4];
         neg[0] = 1.0;
         neg[3] = -1.0;
-        assert!(Spectrum::from_kernel(&neg, 2, f64::EPSILON).is_err());
+        assert!(Spectrum::from_kernel(&neg, 2, f64::EPSILON, crate::dpp::never()).is_err());
         assert!(a.sample_k_many(4, 0, 1, 0, crate::dpp::never()).is_err());
         // Rounding-level negative eigenvalues of float32 input are clipped, not rejected.
         let lf: Vec<f64> = l.iter().map(|&v| v as f32 as f64).collect();
-        let c = Spectrum::from_kernel(&lf, n, f32::EPSILON as f64).unwrap();
+        let c = Spectrum::from_kernel(&lf, n, f32::EPSILON as f64, crate::dpp::never()).unwrap();
         assert_eq!(c.r, 3);
         let mut tiny = l.clone();
         for i in 0..n {
             tiny[i * n + i] -= 1e-6;
         }
-        assert!(Spectrum::from_kernel(&tiny, n, f64::EPSILON).is_err());
-        assert!(Spectrum::from_kernel(&tiny, n, f32::EPSILON as f64).is_ok());
+        assert!(Spectrum::from_kernel(&tiny, n, f64::EPSILON, crate::dpp::never()).is_err());
+        assert!(Spectrum::from_kernel(&tiny, n, f32::EPSILON as f64, crate::dpp::never()).is_ok());
         let back = Spectrum::from_parts(a.v.clone(), a.lam.clone(), n).unwrap();
         assert_eq!(back.sample(1, 2, crate::dpp::never()).unwrap(), a.sample(1, 2, crate::dpp::never()).unwrap());
     }

@@ -52,27 +52,7 @@ pub fn never() -> &'static AtomicBool {
     &NEVER
 }
 
-/// `len` default values, or `Err` naming `arg` when the buffer cannot be allocated (its byte size
-/// overflows, or the allocator refuses it): a fallible allocation instead of an abort.
-pub fn try_zeroed<T: Clone + Default>(arg: &'static str, len: usize) -> Result<Vec<T>> {
-    let size = std::mem::size_of::<T>().max(1);
-    let too_big = || {
-        ThriftyError::invalid(
-            arg,
-            format!(
-                "asks for {len} values ({:.3e} bytes), more memory than can be allocated",
-                len as f64 * size as f64
-            ),
-        )
-    };
-    if len.checked_mul(size).is_none_or(|b| b > isize::MAX as usize) {
-        return Err(too_big());
-    }
-    let mut v: Vec<T> = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| too_big())?;
-    v.resize(len, T::default());
-    Ok(v)
-}
+pub use crate::alloc::try_zeroed;
 
 /// `rows · cols` as a checked product (an `Err` naming `arg` on overflow).
 pub fn checked_size(arg: &'static str, rows: usize, cols: usize) -> Result<usize> {
@@ -139,12 +119,9 @@ mod tests {
 
     #[test]
     fn absurd_sizes_are_errors_not_aborts() {
-        assert!(try_zeroed::<f64>("n_samples", usize::MAX / 2).is_err());
-        assert!(try_zeroed::<u8>("m", isize::MAX as usize + 1).is_err());
         assert!(checked_size("n_samples", usize::MAX, 2).is_err());
         let e = per_sample_flat(0, usize::MAX / 4, 100, never(), |_, _| Ok(())).unwrap_err();
         assert!(e.to_string().contains("n_samples"), "{e}");
-        assert_eq!(try_zeroed::<f64>("x", 3).unwrap(), vec![0.0; 3]);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! comes from the SVD of the p×p R, and a second pass refines an ill-conditioned basis.
 //!
 //! [`orthonormality_probe`]: the O(Np) randomized check of UᵀU = I, fused with the leverage pass.
-use super::check_cancel;
+use super::{check_cancel, try_zeroed};
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::rng;
 use crate::scalar::Real;
@@ -273,7 +273,107 @@ pub fn orthonormalize<T: Dense>(
     if !(rtol > 0.0 && rtol < 1.0) {
         return Err(ThriftyError::invalid("rtol", format!("must be in (0, 1), got {rtol}")));
     }
-    super::tsqr::orthonormalize(x, n, p, rtol, equilibrate, cancel)
+    crate::alloc::ensure_fits("the working memory of orthonormalize", tsqr_bytes(n, p))?;
+    let scales = extreme_scales(x, n, p, equilibrate);
+    if p <= n && scales.is_none() {
+        return super::tsqr::orthonormalize(x, n, p, rtol, equilibrate, cancel);
+    }
+    let scales = scales.unwrap_or_else(|| vec![0; p]);
+    let (q, r) = if p <= n {
+        // Extreme scales: TSQR of a copy scaled by exact powers of two (the column space is unchanged).
+        let mut y: Vec<f64> = try_zeroed("a rescaled copy of features", n * p)?;
+        for (yr, xr) in y.chunks_exact_mut(p).zip(x.chunks_exact(p)) {
+            for ((o, &v), &e) in yr.iter_mut().zip(xr).zip(&scales) {
+                *o = pow2_scale(v.as_f64(), e);
+            }
+        }
+        super::tsqr::orthonormalize(&y, n, p, rtol, equilibrate, cancel)?
+    } else {
+        wide_basis(x, n, p, rtol, equilibrate, &scales, cancel)?
+    };
+    let mut out: Vec<T> = try_zeroed("the basis (n_samples × rank)", q.len())?;
+    out.iter_mut().zip(&q).for_each(|(o, &v)| *o = T::of(v));
+    Ok((out, r))
+}
+
+/// Bytes TSQR holds at once for an `n × p` input: the basis, the leaves' R factors, the blocks being
+/// factorised (one per thread) and the final SVD.
+fn tsqr_bytes(n: usize, p: usize) -> f64 {
+    let (n, q) = (n as f64, n.min(p) as f64);
+    let leaves = (n.max(p as f64) / super::tsqr::LEAF_ROWS as f64).ceil();
+    let threads = rayon::current_num_threads() as f64;
+    8.0 * (n * q + leaves * q * q + threads * super::tsqr::LEAF_ROWS as f64 * q + 4.0 * q * q)
+}
+
+/// Exponents below and above which squares under- or overflow inside the factorisation.
+const SAFE_EXPONENT: i32 = 200;
+
+/// `v · 2^(-e)` in two exact steps (each factor representable even when `2^(-e)` alone is not).
+fn pow2_scale(v: f64, e: i32) -> f64 {
+    let h = e / 2;
+    v * 2f64.powi(-h) * 2f64.powi(-(e - h))
+}
+
+/// `None` when every column's largest entry lies within `2^±SAFE_EXPONENT` (no rescaling: the same
+/// bits as the distributed path); else the binary exponent to divide each column by — the column's
+/// own with `equilibrate` (each column keeps its direction), the whole matrix's without (the rank
+/// decision stays relative to the largest singular value of `x`). All-zero columns get 0.
+fn extreme_scales<T: Real>(x: &[T], n: usize, p: usize, equilibrate: bool) -> Option<Vec<i32>> {
+    let mut amax = vec![0.0f64; p];
+    for row in x[..n * p].chunks_exact(p) {
+        for (m, v) in amax.iter_mut().zip(row) {
+            *m = m.max(v.as_f64().abs());
+        }
+    }
+    let exponent = |m: f64| if m > 0.0 { m.log2().floor() as i32 } else { 0 };
+    let outside = |m: f64| m > 0.0 && exponent(m).abs() > SAFE_EXPONENT;
+    let global = amax.iter().cloned().fold(0.0, f64::max);
+    if equilibrate && amax.iter().any(|&m| outside(m)) {
+        Some(amax.iter().map(|&m| exponent(m)).collect())
+    } else if !equilibrate && outside(global) {
+        Some(vec![exponent(global); p])
+    } else {
+        None
+    }
+}
+
+/// Basis of the column space of a wide `x` (p > n): its rank is at most n, and no p×p matrix is
+/// needed. With D the column scaling (equilibration and the exponents `scales`), TSQR of the tall
+/// `Y = (X D)ᵀ` (p × n) gives `Y = Q₁R₁`, so `X D = R₁ᵀQ₁ᵀ` and, Q₁ᵀ being onto, span(X) = span(R₁ᵀ)
+/// with the same singular values: the basis is the orthonormalisation of the n × n `R₁ᵀ`, whose
+/// rank decision (rtol · σ_max) is that of `X D`.
+fn wide_basis<T: Real>(
+    x: &[T],
+    n: usize,
+    p: usize,
+    rtol: f64,
+    equilibrate: bool,
+    scales: &[i32],
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, usize)> {
+    let mut y: Vec<f64> = try_zeroed("the transposed features (features × n_samples)", p * n)?;
+    for (i, row) in x[..n * p].chunks_exact(p).enumerate() {
+        for (j, (&v, &e)) in row.iter().zip(scales).enumerate() {
+            y[j * n + i] = pow2_scale(v.as_f64(), e);
+        }
+    }
+    if equilibrate {
+        for col in y.chunks_exact_mut(n) {
+            let norm = sumsq(col).sqrt();
+            if norm > 0.0 {
+                col.iter_mut().for_each(|v| *v /= norm);
+            }
+        }
+    }
+    let r1 = super::tsqr::reduce_nodes(super::tsqr::chunk_nodes(&y, p, n, 0, p, None, cancel)?, p, n)?;
+    drop(y);
+    let mut z: Vec<f64> = try_zeroed("the transposed R factor", n * n)?;
+    for i in 0..n {
+        for j in 0..n {
+            z[i * n + j] = r1[j * n + i];
+        }
+    }
+    super::tsqr::orthonormalize(&z, n, n, rtol, false, cancel)
 }
 
 /// Exact variance of the linear statistic Σ_{i∈S} g_i of a DPP with marginal kernel K = WWᵀ
@@ -287,18 +387,26 @@ pub fn exact_variance<T: Dense>(w: &[T], n: usize, r: usize, g: &[f64]) -> Resul
     let lev = leverage(w, n, r);
     let first: f64 = g.iter().zip(&lev).map(|(a, l)| a * a * l).sum();
     // M = Wᵀ diag(g) W as the Gram matrix of rows scaled by sqrt|g| with signs tracked: split g = g⁺ − g⁻.
-    let scaled = |sign: f64| -> Vec<f64> {
-        let mut s = vec![0.0; n * r];
-        for i in 0..n {
-            let gi = (g[i] * sign).max(0.0).sqrt();
-            for j in 0..r {
-                s[i * r + j] = w[i * r + j].as_f64() * gi;
-            }
-        }
-        s
+    // Block by block (the blocks and their order are gram's), so no n × r copy is held.
+    let scaled_gram = |sign: f64| -> Result<Vec<f64>> {
+        let partials: Vec<Vec<f64>> = w[..n * r]
+            .par_chunks(BLOCK * r)
+            .zip(g.par_chunks(BLOCK))
+            .map(|(wb, gb)| {
+                let mut s: Vec<f64> = try_zeroed("a block of the scaled basis", wb.len())?;
+                for ((srow, wrow), &gi) in s.chunks_exact_mut(r).zip(wb.chunks_exact(r)).zip(gb) {
+                    let gi = (gi * sign).max(0.0).sqrt();
+                    srow.iter_mut().zip(wrow).for_each(|(o, v)| *o = v.as_f64() * gi);
+                }
+                let mut part = vec![0.0; r * r];
+                f64::gram_block(&s, gb.len(), r, &mut part);
+                Ok(part)
+            })
+            .collect::<Result<_>>()?;
+        Ok(sum_partials(partials, r))
     };
-    let mp = gram(&scaled(1.0), n, r);
-    let mm = gram(&scaled(-1.0), n, r);
+    let mp = scaled_gram(1.0)?;
+    let mm = scaled_gram(-1.0)?;
     let fro: f64 = mp.iter().zip(&mm).map(|(a, b)| (a - b) * (a - b)).sum();
     Ok((first - fro).max(0.0))
 }

@@ -17,6 +17,7 @@
 //! basis is refined by a second TSQR pass over `Y = X·W₁` (TSQR2; one pass leaves ‖QᵀQ − I‖ ≈ ε·κ):
 //! rows become `(x_i·W₁)·R₂⁻¹`, the second stage applied to the computed first, as in CholQR2.
 use super::{check_cancel, try_zeroed};
+use crate::alloc::{try_buffer, try_mat};
 use crate::error::{Result, ThriftyError};
 use crate::scalar::Real;
 use faer::Mat;
@@ -45,31 +46,44 @@ fn root_height(leaves: usize) -> usize {
 }
 
 /// `p × p` row-major R (non-negative diagonal; zero rows below min(rows, p)) of the QR of `a`.
-fn qr_r(mut a: Mat<f64>) -> Vec<f64> {
-    use faer::dyn_stack::{MemBuffer, MemStack};
+fn qr_r(mut a: Mat<f64>) -> Result<Vec<f64>> {
+    use faer::dyn_stack::MemStack;
     use faer::linalg::qr::no_pivoting::factor;
     use faer::Par;
     let (m, p) = a.shape();
     let k = m.min(p);
     if k > 0 {
         let bs = factor::recommended_block_size::<f64>(m, p);
-        let mut coeff = Mat::<f64>::zeros(bs, k);
-        let mut mem = MemBuffer::new(factor::qr_in_place_scratch::<f64>(m, p, bs, Par::Seq, Default::default()));
+        let mut coeff = try_mat("the Householder factors of a TSQR block", bs, k)?;
+        let scratch = factor::qr_in_place_scratch::<f64>(m, p, bs, Par::Seq, Default::default());
+        let mut mem = try_buffer("the QR workspace of a TSQR block", scratch)?;
         factor::qr_in_place(a.as_mut(), coeff.as_mut(), Par::Seq, MemStack::new(&mut mem), Default::default());
     }
-    let mut r = vec![0.0; p * p];
+    let mut r = try_zeroed("the R factor (features × features)", p * p)?;
     for i in 0..k {
         let sign = if a[(i, i)] < 0.0 { -1.0 } else { 1.0 };
         for j in i..p {
             r[i * p + j] = sign * a[(i, j)];
         }
     }
-    r
+    Ok(r)
+}
+
+/// A `rows × cols` faer matrix filled by `f`, allocated fallibly.
+fn try_from_fn(what: &'static str, rows: usize, cols: usize, f: impl Fn(usize, usize) -> f64) -> Result<Mat<f64>> {
+    let mut m = try_mat(what, rows, cols)?;
+    for j in 0..cols {
+        for i in 0..rows {
+            m[(i, j)] = f(i, j);
+        }
+    }
+    Ok(m)
 }
 
 /// The R factor of the stacked `[a; b]` (both p×p row-major).
-pub fn combine(a: &[f64], b: &[f64], p: usize) -> Vec<f64> {
-    qr_r(Mat::from_fn(2 * p, p, |i, j| if i < p { a[i * p + j] } else { b[(i - p) * p + j] }))
+pub fn combine(a: &[f64], b: &[f64], p: usize) -> Result<Vec<f64>> {
+    let what = "two stacked R factors";
+    qr_r(try_from_fn(what, 2 * p, p, |i, j| if i < p { a[i * p + j] } else { b[(i - p) * p + j] })?)
 }
 
 /// Rows `x·w` of a row-major `rows × p` block in f64 (`w` row-major `p × r`), each entry summed over
@@ -149,13 +163,14 @@ pub fn apply_rows<T: Real>(x: &[T], rows: usize, p: usize, w: &[f64], r: usize, 
 }
 
 /// R of one leaf block (`rows × p`, row-major), of `x·w` when `w` (p×r) is given.
-fn leaf<T: Real>(x: &[T], rows: usize, p: usize, w: Option<(&[f64], usize)>) -> Vec<f64> {
+fn leaf<T: Real>(x: &[T], rows: usize, p: usize, w: Option<(&[f64], usize)>) -> Result<Vec<f64>> {
+    let what = "a TSQR block (8192 rows × features)";
     match w {
-        None => qr_r(Mat::from_fn(rows, p, |i, j| x[i * p + j].as_f64())),
+        None => qr_r(try_from_fn(what, rows, p, |i, j| x[i * p + j].as_f64())?),
         Some((w, r)) => {
-            let mut y = vec![0.0; rows * r];
+            let mut y = try_zeroed(what, rows * r)?;
             apply_rows(x, rows, p, w, r, &mut y);
-            qr_r(Mat::from_fn(rows, r, |i, j| y[i * r + j]))
+            qr_r(try_from_fn(what, rows, r, |i, j| y[i * r + j])?)
         }
     }
 }
@@ -198,7 +213,7 @@ pub fn chunk_nodes<T: Real>(
         .par_chunks(LEAF_ROWS * p)
         .map(|blk| {
             check_cancel(cancel)?;
-            Ok(leaf(blk, blk.len() / p, p, w))
+            leaf(blk, blk.len() / p, p, w)
         })
         .collect::<Result<_>>()?;
     let b = a + leaves.len();
@@ -214,9 +229,9 @@ pub fn chunk_nodes<T: Real>(
         want.push((h, pos >> h));
         pos = (pos + (1 << h)).min(total);
     }
-    fn build(h: usize, k: usize, a: usize, total: usize, leaves: &[Vec<f64>], q: usize) -> Vec<f64> {
+    fn build(h: usize, k: usize, a: usize, total: usize, leaves: &[Vec<f64>], q: usize) -> Result<Vec<f64>> {
         if h == 0 {
-            return leaves[k - a].clone();
+            return Ok(leaves[k - a].clone());
         }
         let right = (2 * k + 1) << (h - 1);
         if right >= total {
@@ -224,9 +239,9 @@ pub fn chunk_nodes<T: Real>(
         }
         let (l, r) =
             rayon::join(|| build(h - 1, 2 * k, a, total, leaves, q), || build(h - 1, 2 * k + 1, a, total, leaves, q));
-        combine(&l, &r, q)
+        combine(&l?, &r?, q)
     }
-    Ok(want.into_iter().map(|(h, k)| (h, k, build(h, k, a, total, &leaves, q))).collect())
+    want.into_iter().map(|(h, k)| Ok((h, k, build(h, k, a, total, &leaves, q)?))).collect()
 }
 
 /// The root R (p×p) from nodes covering all leaves of an `n_total`-row matrix (any chunking).
@@ -263,7 +278,7 @@ pub fn reduce_nodes(nodes: Vec<Node>, n_total: usize, p: usize) -> Result<Vec<f6
             return Ok(left);
         }
         let right = get(h - 1, 2 * k + 1, total, p, have)?;
-        Ok(combine(&left, &right, p))
+        combine(&left, &right, p)
     }
     get(root_height(total), 0, total, p, &mut have)
 }
@@ -273,7 +288,7 @@ pub fn reduce_nodes(nodes: Vec<Node>, n_total: usize, p: usize) -> Result<Vec<f6
 /// the r singular values above `rtol · σ_max` and `W = S V_r Σ_r⁻¹`, so `X W = Q U_r` has orthonormal
 /// columns spanning the numerical column space. Also returns σ_max/σ_min over the kept values.
 pub fn whiten(r: &[f64], p: usize, rtol: f64, equilibrate: bool) -> Result<(Vec<f64>, usize, f64)> {
-    use faer::dyn_stack::{MemBuffer, MemStack};
+    use faer::dyn_stack::MemStack;
     use faer::linalg::svd::{self, ComputeSvdVectors};
     use faer::Par;
     if r.iter().any(|v| !v.is_finite()) {
@@ -289,17 +304,12 @@ pub fn whiten(r: &[f64], p: usize, rtol: f64, equilibrate: bool) -> Result<(Vec<
             }
         })
         .collect();
-    let a = Mat::from_fn(p, p, |i, j| r[i * p + j] * scale[j]);
+    let a = try_from_fn("the equilibrated R factor", p, p, |i, j| r[i * p + j] * scale[j])?;
     let mut s = faer::diag::Diag::<f64>::zeros(p);
-    let mut v = Mat::<f64>::zeros(p, p);
-    let mut mem = MemBuffer::new(svd::svd_scratch::<f64>(
-        p,
-        p,
-        ComputeSvdVectors::No,
-        ComputeSvdVectors::Thin,
-        Par::Seq,
-        Default::default(),
-    ));
+    let mut v = try_mat("the singular vectors of R", p, p)?;
+    let scratch =
+        svd::svd_scratch::<f64>(p, p, ComputeSvdVectors::No, ComputeSvdVectors::Thin, Par::Seq, Default::default());
+    let mut mem = try_buffer("the SVD workspace of R", scratch)?;
     svd::svd(a.as_ref(), s.as_mut(), None, Some(v.as_mut()), Par::Seq, MemStack::new(&mut mem), Default::default())
         .map_err(|e| ThriftyError::numerical("TSQR", format!("SVD of R failed: {e:?}")))?;
     let sv: Vec<f64> = (0..p).map(|i| s.column_vector()[i]).collect();
@@ -309,7 +319,7 @@ pub fn whiten(r: &[f64], p: usize, rtol: f64, equilibrate: bool) -> Result<(Vec<
     }
     let keep: Vec<usize> = (0..p).filter(|&i| sv[i] > rtol * smax).collect();
     let rank = keep.len();
-    let mut w = vec![0.0; p * rank];
+    let mut w = try_zeroed("the whitening (features × rank)", p * rank)?;
     for i in 0..p {
         for (c, &j) in keep.iter().enumerate() {
             w[i * rank + c] = scale[i] * v[(i, j)] / sv[j];
@@ -364,7 +374,7 @@ impl Whitening {
     /// The basis rows cast to `T`, block by block in parallel (n×r row-major).
     pub fn basis<T: Real>(&self, x: &[T], n: usize, cancel: &AtomicBool) -> Result<Vec<T>> {
         let (p, r) = (self.p, self.r);
-        let mut q: Vec<T> = try_zeroed("features", n.saturating_mul(r))?;
+        let mut q: Vec<T> = try_zeroed("the basis (n_samples × rank)", n.saturating_mul(r))?;
         if r == 0 {
             return Ok(q);
         }
@@ -372,7 +382,7 @@ impl Whitening {
         q.par_chunks_mut(ROWS * r).zip(x[..n * p].par_chunks(ROWS * p)).try_for_each(|(qb, xb)| {
             check_cancel(cancel)?;
             let b = xb.len() / p;
-            let mut y = vec![0.0; b * r];
+            let mut y = try_zeroed("a block of the basis", b * r)?;
             self.apply(xb, b, &mut y);
             for (o, v) in qb.iter_mut().zip(y) {
                 *o = T::of(v);

@@ -768,9 +768,9 @@ pub fn run<T: Real>(
     let init64: Vec<f64> = init.iter().map(|v| v.as_f64()).collect();
 
     // Iteration 0: nearest-centre assignment with exact bounds (every point starts uncertified).
-    let mut labels = super::try_filled(n, 0u32, "X")?;
-    let mut upper = super::try_filled(n, f64::INFINITY, "X")?;
-    let mut lower = super::try_filled(n, 0.0f64, "X")?;
+    let mut labels = super::try_filled("the labels", n, 0u32)?;
+    let mut upper = super::try_filled("the distance bounds", n, f64::INFINITY)?;
+    let mut lower = super::try_filled("the distance bounds", n, 0.0f64)?;
     if let Some(x) = dense_eligible(&data.x, k, d) {
         dense_labels(data, x, &init64, k, &mut labels); // the bounds stay ∞ / 0: the dense pass needs none
     } else {

@@ -21,6 +21,7 @@ pub use batched::{Algorithm, IterStats};
 use distance::{sq_dist, sq_norm, TILE};
 pub use matrix::{Csr, Matrix};
 
+pub(crate) use crate::alloc::try_filled;
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::rng::stream;
 use crate::scalar::Real;
@@ -56,18 +57,6 @@ pub struct Fit<T> {
     pub init_centers: Vec<T>,
 }
 
-/// `len` copies of `value`, or `Err` naming `arg` when that much memory cannot be had: sizes the
-/// user chose (`n_clusters`, the data) never reach Rust's abort on allocation failure.
-pub(crate) fn try_filled<V: Clone>(len: usize, value: V, arg: &'static str) -> Result<Vec<V>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| {
-        let gib = len as f64 * std::mem::size_of::<V>() as f64 / (1u64 << 30) as f64;
-        ThriftyError::invalid(arg, format!("needs {gib:.3} GiB more memory than can be allocated"))
-    })?;
-    v.resize(len, value);
-    Ok(v)
-}
-
 /// `Err(Interrupted)` once `cancel` is raised.
 fn check_cancel(cancel: &AtomicBool) -> Result<()> {
     if cancel.load(Ordering::Relaxed) {
@@ -98,9 +87,27 @@ fn check_shape<T: Real>(x: &Matrix<'_, T>, n: usize, d: usize) -> Result<()> {
     }
 }
 
-fn check_weights(w: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
+/// The weights (ones when absent) divided by `2^e`, the power of two nearest their maximum (exact), and
+/// `e`: only relative weights shape the clustering, so weights of 1e308 (whose sums overflow) or
+/// 1e-320 (subnormal) give the unit-weight centres and labels; the inertia is scaled back by `2^e`.
+fn check_weights(w: Option<&[f64]>, n: usize) -> Result<(Vec<f64>, i32)> {
+    let mut w = check_weight_values(w, n)?;
+    let max = w.iter().fold(0.0f64, |m, &v| m.max(v));
+    let e = if (0.25..=4.0).contains(&max) { 0 } else { max.log2().round() as i32 };
+    if e != 0 {
+        w.iter_mut().for_each(|v| *v = ldexp(*v, -e));
+    }
+    Ok((w, e))
+}
+
+/// `v · 2^e` in two exact steps (each factor representable even where `2^e` alone is not).
+fn ldexp(v: f64, e: i32) -> f64 {
+    v * 2f64.powi(e / 2) * 2f64.powi(e - e / 2)
+}
+
+fn check_weight_values(w: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
     match w {
-        None => Ok(vec![1.0; n]),
+        None => try_filled("the unit weights", n, 1.0),
         Some(w) => {
             if w.len() != n {
                 return Err(ThriftyError::shape("sample_weight", format!("has length {}, expected {n}", w.len())));
@@ -109,7 +116,7 @@ fn check_weights(w: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
             if w.iter().any(|&v| v < 0.0) {
                 return Err(ThriftyError::invalid("sample_weight", "must be non-negative"));
             }
-            if w.iter().sum::<f64>() <= 0.0 {
+            if !w.iter().any(|&v| v > 0.0) {
                 return Err(ThriftyError::invalid("sample_weight", "must not be all zero"));
             }
             Ok(w.to_vec())
@@ -156,7 +163,7 @@ pub fn fit_matrix<T: Real>(
     cancel: &AtomicBool,
 ) -> Result<Fit<T>> {
     check_shape(&x, n, d)?;
-    let w = check_weights(sample_weight, n)?;
+    let (w, weight_exponent) = check_weights(sample_weight, n)?;
     let k = p.n_clusters;
     if k == 0 {
         return Err(ThriftyError::invalid("n_clusters", "must be at least 1"));
@@ -184,7 +191,7 @@ pub fn fit_matrix<T: Real>(
 
     // One read pass: column sums and row norms over fixed blocks (deterministic on any thread count);
     // it doubles as the finiteness check.
-    let mut xx = try_filled(n, 0.0f64, "X")?;
+    let mut xx = try_filled("the row norms of X", n, 0.0f64)?;
     let col_sums: Vec<Vec<f64>> = xx
         .par_chunks_mut(4096)
         .enumerate()
@@ -216,7 +223,7 @@ pub fn fit_matrix<T: Real>(
     let mut origin = vec![0.0f64; d]; // the data's mean in working coordinates
     let xw: Matrix<'_, T> = match x {
         Matrix::Dense(x) if mean_sq > var_sum => {
-            let mut xc = try_filled(n * d, T::zero(), "X")?;
+            let mut xc = try_filled("a centred copy of X", n * d, T::zero())?;
             xc.par_chunks_mut(d * TILE).zip(x.par_chunks(d * TILE)).zip(xx.par_chunks_mut(TILE)).for_each(
                 |((dst, src), norms)| {
                     for ((drow, srow), nrm) in dst.chunks_exact_mut(d).zip(src.chunks_exact(d)).zip(norms.iter_mut()) {
@@ -271,6 +278,11 @@ pub fn fit_matrix<T: Real>(
         c.chunks_exact(d).flat_map(|row| row.iter().zip(&mean).map(|(v, m)| T::of(v.as_f64() + m))).collect()
     };
     run.centers = uncenter(&run.centers);
+    run.inertia = ldexp(run.inertia, weight_exponent);
+    for s in &mut run.stats {
+        s.sse_after_batch = ldexp(s.sse_after_batch, weight_exponent);
+        s.sse_after_sequential = ldexp(s.sse_after_sequential, weight_exponent);
+    }
     Ok(Fit { run, best_run: best, init_centers: uncenter(&init_c) })
 }
 
@@ -300,7 +312,7 @@ pub fn predict_matrix<T: Real>(
     cancel: &AtomicBool,
 ) -> Result<Vec<u32>> {
     let rows = Rows::checked(x, n, d, centers, k)?;
-    let mut labels = try_filled(n, 0u32, "X")?;
+    let mut labels = try_filled("the labels", n, 0u32)?;
     labels.par_chunks_mut(TILE).enumerate().for_each(|(t, lab)| {
         if cancel.load(Ordering::Relaxed) {
             return;
@@ -393,7 +405,7 @@ pub fn transform_matrix<T: Real>(
     let rows = Rows::checked(x, n, d, centers, k)?;
     let len =
         n.checked_mul(k).ok_or_else(|| ThriftyError::invalid("n_clusters", format!("{n} x {k} distances overflow")))?;
-    let mut out = try_filled(len, T::zero(), "n_clusters")?;
+    let mut out = try_filled("the distances (n_samples × n_clusters)", len, T::zero())?;
     out.par_chunks_mut(k * TILE).enumerate().for_each(|(t, block)| {
         if cancel.load(Ordering::Relaxed) {
             return;
@@ -436,7 +448,7 @@ pub fn inertia_matrix<T: Real>(
     cancel: &AtomicBool,
 ) -> Result<f64> {
     let rows = Rows::checked(x, n, d, centers, k)?;
-    let w = check_weights(sample_weight, n)?;
+    let (w, weight_exponent) = check_weights(sample_weight, n)?;
     let parts: Vec<f64> = w
         .par_chunks(TILE)
         .enumerate()
@@ -448,7 +460,7 @@ pub fn inertia_matrix<T: Real>(
         })
         .collect();
     check_cancel(cancel)?;
-    Ok(parts.iter().sum())
+    Ok(ldexp(parts.iter().sum(), weight_exponent))
 }
 
 #[cfg(test)]

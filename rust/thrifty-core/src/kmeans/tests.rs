@@ -402,8 +402,8 @@ fn a_raised_cancel_flag_stops_predict_transform_and_inertia() {
 
 #[test]
 fn impossible_allocations_are_errors_naming_the_argument() {
-    match try_filled(1usize << 62, 0u64, "n_clusters") {
-        Err(ThriftyError::InvalidArgument { arg, .. }) => assert_eq!(arg, "n_clusters"),
+    match try_filled("the distances", 1usize << 62, 0u64) {
+        Err(ThriftyError::OutOfMemory { what, .. }) => assert_eq!(what, "the distances"),
         other => panic!("expected an error, got {:?}", other.map(|v| v.len())),
     }
 }

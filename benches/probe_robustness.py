@@ -1,0 +1,184 @@
+"""Robustness probe (issue 21, points 1-3): memory limits, Ctrl-C and extreme scales.
+
+Every case runs in its own Python process. Memory cases run under an address-space limit
+(``RLIMIT_AS``, 1 GB like ``ulimit -v 1000000``) and must end in a clean ``MemoryError`` (or
+succeed), never an abort; Ctrl-C cases get SIGINT once the call has run for a while and must stop
+within about a second with ``KeyboardInterrupt``; scale cases print what the call returned or
+raised. The table gives the call, the outcome and the time (for Ctrl-C: from the signal to the
+process's end).
+
+    python benches/probe_robustness.py [--only SUBSTRING] > benches/output/probe_robustness.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+
+#: ``ulimit -v 1000000`` (KiB) in bytes.
+MEMORY_LIMIT = 1_000_000 * 1024
+
+_CHILD = """
+import resource, signal, sys, time, warnings
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the parent ignores SIGINT
+limit = {limit}
+if limit:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+import numpy as np
+from thrifty.cluster import HartiganKMeans
+from thrifty.dpp import LEnsemble, ProjectionDPP, greedy_map, orthonormalize
+from thrifty.inference import subspace_test
+rng = np.random.default_rng(0)
+{setup}
+print("READY", flush=True)
+t0 = time.perf_counter()
+try:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = {call}
+    note = "; ".join(sorted({{type(w.message).__name__ + ": " + str(w.message)[:60] for w in caught}}))
+    print("OUTCOME ok " + {show} + (" [" + note + "]" if note else ""), flush=True)
+except BaseException as e:  # noqa: BLE001 - the probe reports whatever ends the call
+    print("OUTCOME " + type(e).__name__ + ": " + str(e).splitlines()[0][:110] if str(e) else "OUTCOME " + type(e).__name__, flush=True)
+print("TIME %.2f" % (time.perf_counter() - t0), flush=True)
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str  # "memory", "ctrl-c" or "scale"
+    call: str
+    setup: str = ""
+    show: str = "'done'"
+    sigint_after: float = 1.5
+    timeout: float = 120.0
+
+
+def child_source(case: Case) -> str:
+    limit = MEMORY_LIMIT if case.kind == "memory" else 0
+    return _CHILD.format(limit=limit, setup=textwrap.dedent(case.setup), call=case.call, show=case.show)
+
+
+def run_case(case: Case) -> tuple[str, float]:
+    """(outcome, seconds) of one case in a fresh interpreter."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", child_source(case)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    ready = proc.stdout.readline()
+    if not ready.startswith("READY"):
+        proc.wait()
+        return f"setup failed (rc {proc.returncode}): {proc.stderr.read().strip()[-120:]}", 0.0
+    sent = None
+    if case.kind == "ctrl-c":
+        time.sleep(case.sigint_after)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            sent = time.perf_counter()
+    try:
+        out, err = proc.communicate(timeout=case.timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return f"TIMEOUT after {case.timeout:.0f} s (killed)", case.timeout
+    ended = time.perf_counter()
+    outcome = next((line[8:] for line in out.splitlines() if line.startswith("OUTCOME ")), None)
+    took = next((float(line[5:]) for line in out.splitlines() if line.startswith("TIME ")), 0.0)
+    if outcome is None:
+        tail = err.strip().splitlines()[-1][:110] if err.strip() else ""
+        name = signal.Signals(-proc.returncode).name if proc.returncode < 0 else f"rc {proc.returncode}"
+        outcome = f"CRASH {name}: {tail}"
+    if sent is not None:
+        took = ended - sent
+        if outcome.startswith("ok"):
+            outcome = "finished before the signal took effect: " + outcome
+    return outcome, took
+
+
+MEMORY = [
+    Case(
+        "memory", "HartiganKMeans(2000, n_init=1, max_iter=2, random_state=0).fit(X)", "X = rng.standard_normal((1_000_000, 10))", timeout=60
+    ),
+    Case(
+        "memory",
+        "HartiganKMeans(3000, n_init=1, max_iter=2, algorithm='lloyd', random_state=0).fit(X)",
+        "X = rng.standard_normal((1_000_000, 10))",
+        timeout=60,
+    ),
+    Case("memory", "LEnsemble(features=F).sample(random_state=0)", "F = rng.standard_normal((200, 20000))"),
+    Case("memory", "subspace_test(X, y, random_state=0)", "X = rng.standard_normal((30, 200000)); y = rng.standard_normal(30)"),
+    Case(
+        "memory",
+        "ProjectionDPP(Q, check=False).exact_variance(g)",
+        "Q = np.zeros((1_000_000, 20)); Q[np.arange(20), np.arange(20)] = 1.0; g = rng.standard_normal(1_000_000)",
+    ),
+    Case("memory", "ProjectionDPP(Q, check=False).sample_many(2000, random_state=0)", "Q = np.linalg.qr(rng.standard_normal((20000, 50)))[0]"),
+    Case(
+        "memory",
+        "ProjectionDPP(Q, check=False, method='chain').sample_many(4, random_state=0)",
+        "Q = np.linalg.qr(rng.standard_normal((20000, 50)))[0]",
+    ),
+    Case("memory", "orthonormalize(A)", "A = rng.standard_normal((2000, 3000))", show="str(result.shape)"),
+    Case("memory", "LEnsemble(np.eye(7000))"),
+    Case("memory", "orthonormalize(A)", "A = rng.standard_normal((3, 100000))", show="str(result.shape)"),
+    Case("memory", "ProjectionDPP.from_features(A)", "A = rng.standard_normal((4, 50000))", show="str(result.rank)"),
+]
+
+CTRL_C = [
+    Case("ctrl-c", "orthonormalize(A)", "A = rng.standard_normal((1_000_000, 300))", timeout=90),
+    Case("ctrl-c", "LEnsemble(L).sample(random_state=0)", "L = np.eye(4000)", timeout=90),
+    Case("ctrl-c", "greedy_map(features=F, k=300)", "F = rng.standard_normal((200000, 300))", timeout=90),
+]
+
+_W = "X = rng.standard_normal((3000, 4)); X[:1500] += 5"
+SCALE = [
+    Case("scale", "HartiganKMeans(2, random_state=0).fit(X, sample_weight=np.full(len(X), 1e308))", _W, show="'inertia %.4g' % result.inertia_"),
+    Case("scale", "HartiganKMeans(2, random_state=0).fit(X, sample_weight=np.ones(len(X)))", _W, show="'inertia %.4g' % result.inertia_"),
+    Case("scale", "HartiganKMeans(2, random_state=0).fit(X * 1e300)", _W, show="'inertia %.4g' % result.inertia_"),
+    Case(
+        "scale",
+        "subspace_test(X, y, sample_weight=np.full(200, 1e308), random_state=0)",
+        "X = rng.standard_normal((200, 5)); y = X[:, 0] + rng.standard_normal(200)",
+        show="'pvalue %.3g' % result.pvalue",
+    ),
+    Case(
+        "scale",
+        "subspace_test(X, y, sample_weight=np.full(200, 1e-320), random_state=0)",
+        "X = rng.standard_normal((200, 5)); y = X[:, 0] + rng.standard_normal(200)",
+        show="'pvalue %.3g' % result.pvalue",
+    ),
+    Case(
+        "scale",
+        "subspace_test(X, y, random_state=0)",
+        "X = rng.standard_normal((200, 5)); y = X[:, 0] + rng.standard_normal(200)",
+        show="'pvalue %.3g' % result.pvalue",
+    ),
+    Case("scale", "orthonormalize(A * 1e-310)", "A = rng.standard_normal((500, 4))", show="str(result.shape)"),
+    Case("scale", "orthonormalize(A * 1e300)", "A = rng.standard_normal((500, 4))", show="str(result.shape)"),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="run the cases whose call contains this text")
+    args = parser.parse_args()
+    print(f"{'class':7} | {'call':<82} | {'time s':>6} | outcome")
+    for case in MEMORY + CTRL_C + SCALE:
+        if args.only not in case.call:
+            continue
+        outcome, took = run_case(case)
+        print(f"{case.kind:7} | {case.call:<82} | {took:6.2f} | {outcome}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+//! Fallible allocation of every buffer whose size follows the input.
+//!
+//! Rust's default reaction to a refused allocation is to abort the process; under an address-space
+//! limit (`ulimit -v`) or on an overcommitted machine that turns a large input into a crash. Buffers
+//! sized by the caller's data or parameters go through these helpers instead, and a refusal becomes
+//! [`ThriftyError::OutOfMemory`] naming the buffer (Python: `MemoryError`). Algorithms that hold
+//! several large buffers at once (an eigendecomposition, an SVD) first compare their total with what
+//! the machine can give ([`ensure_fits`]), so they fail before the first allocation rather than
+//! half-way through a factorisation.
+use crate::error::{Result, ThriftyError};
+use faer::dyn_stack::{MemBuffer, StackReq};
+use faer::Mat;
+
+/// The error for a buffer `what` of `bytes` bytes that cannot be had.
+pub fn out_of_memory(what: &'static str, bytes: f64) -> ThriftyError {
+    let gib = bytes / (1u64 << 30) as f64;
+    let detail = format!("{bytes:.3e} bytes ({gib:.3} GiB); use a smaller input or raise the memory limit");
+    ThriftyError::OutOfMemory { what, detail }
+}
+
+/// Bytes of `len` values of `T`, or the error when that overflows the address space.
+fn bytes_of<T>(what: &'static str, len: usize) -> Result<usize> {
+    let size = std::mem::size_of::<T>().max(1);
+    len.checked_mul(size)
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| out_of_memory(what, len as f64 * size as f64))
+}
+
+/// `len` copies of `value`, allocated fallibly.
+pub fn try_filled<V: Clone>(what: &'static str, len: usize, value: V) -> Result<Vec<V>> {
+    let bytes = bytes_of::<V>(what, len)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| out_of_memory(what, bytes as f64))?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// `len` default values (zeros), allocated fallibly.
+pub fn try_zeroed<T: Clone + Default>(what: &'static str, len: usize) -> Result<Vec<T>> {
+    try_filled(what, len, T::default())
+}
+
+/// An empty vector with room for `len` values, allocated fallibly.
+pub fn try_with_capacity<T>(what: &'static str, len: usize) -> Result<Vec<T>> {
+    let bytes = bytes_of::<T>(what, len)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| out_of_memory(what, bytes as f64))?;
+    Ok(v)
+}
+
+/// `rows × cols` zeros as a faer matrix, allocated fallibly.
+pub fn try_mat(what: &'static str, rows: usize, cols: usize) -> Result<Mat<f64>> {
+    let bytes = bytes_of::<f64>(what, rows.checked_mul(cols).unwrap_or(usize::MAX))?;
+    let mut m = Mat::<f64>::new();
+    m.try_reserve(rows, cols).map_err(|_| out_of_memory(what, bytes as f64))?;
+    m.resize_with(rows, cols, |_, _| 0.0);
+    Ok(m)
+}
+
+/// A faer workspace (`MemBuffer`) for `req`, allocated fallibly.
+pub fn try_buffer(what: &'static str, req: StackReq) -> Result<MemBuffer> {
+    let bytes = req.size_bytes();
+    MemBuffer::try_new(req).map_err(|_| out_of_memory(what, bytes as f64))
+}
+
+/// `Err(OutOfMemory)` when `bytes` more cannot fit in what this process may still use: the room left
+/// under the address-space limit (`RLIMIT_AS`) and the machine's memory plus swap. Read from
+/// `/proc` (Linux); elsewhere only the allocator decides.
+pub fn ensure_fits(what: &'static str, bytes: f64) -> Result<()> {
+    match room() {
+        Some(room) if bytes > room => Err(out_of_memory(what, bytes)),
+        _ => Ok(()),
+    }
+}
+
+/// Bytes this process can still allocate, as far as `/proc` tells (None when it does not).
+fn room() -> Option<f64> {
+    let kib = |text: &str, key: &str| -> Option<f64> {
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..].split_whitespace().next()?.parse::<f64>().ok().map(|v| v * 1024.0)
+    };
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let machine = kib(&meminfo, "MemTotal:")? + kib(&meminfo, "SwapTotal:").unwrap_or(0.0);
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let limit = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse::<f64>().ok());
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let under_limit = match (limit, kib(&status, "VmSize:")) {
+        (Some(limit), Some(used)) => (limit - used).max(0.0),
+        _ => f64::INFINITY,
+    };
+    Some(machine.min(under_limit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_sizes_are_out_of_memory_errors_naming_the_buffer() {
+        for e in [
+            try_zeroed::<f64>("the samples", usize::MAX / 2).unwrap_err(),
+            try_filled("the samples", isize::MAX as usize + 1, 0u8).unwrap_err(),
+            try_mat("the samples", 1 << 40, 1 << 40).unwrap_err(),
+            try_with_capacity::<f64>("the samples", usize::MAX).unwrap_err(),
+        ] {
+            assert!(matches!(e, ThriftyError::OutOfMemory { what: "the samples", .. }), "{e}");
+            assert!(e.to_string().starts_with("cannot allocate the samples"), "{e}");
+        }
+        assert_eq!(try_zeroed::<f64>("x", 3).unwrap(), vec![0.0; 3]);
+        let m = try_mat("x", 2, 3).unwrap();
+        assert_eq!((m.nrows(), m.ncols(), m[(1, 2)]), (2, 3, 0.0));
+        assert!(try_buffer("x", StackReq::new::<f64>(16)).is_ok());
+    }
+
+    #[test]
+    fn the_machine_bounds_what_fits() {
+        assert!(ensure_fits("x", 1024.0).is_ok());
+        if room().is_some() {
+            assert!(ensure_fits("a petabyte", 1e15).is_err());
+        }
+    }
+}

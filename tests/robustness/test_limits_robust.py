@@ -1,0 +1,176 @@
+"""Issue 21, classes 1-3: memory limits, Ctrl-C and extreme scales.
+
+Memory and Ctrl-C cases run in a fresh interpreter each: memory under an address-space limit
+(``RLIMIT_AS``, 1 GB), where a Rust allocation failure used to abort the process; Ctrl-C by sending
+SIGINT to a child that is inside a long factorisation. Scale cases run in-process.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from thrifty.cluster import HartiganKMeans
+from thrifty.dpp import orthonormalize
+from thrifty.inference import subspace_test
+
+LIMIT = 1_000_000 * 1024  # ulimit -v 1000000
+
+_PRELUDE = """
+import resource, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the parent ignores SIGINT
+limit = {limit}
+if limit:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+import numpy as np
+from thrifty.dpp import LEnsemble, ProjectionDPP, orthonormalize
+rng = np.random.default_rng(0)
+"""
+
+
+def _child(code: str, limit: int = LIMIT) -> subprocess.Popen[str]:
+    source = _PRELUDE.format(limit=limit) + textwrap.dedent(code)
+    return subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _run(code: str, limit: int = LIMIT, timeout: float = 120) -> str:
+    proc = _child(code, limit)
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"child ended with {proc.returncode}:\n{err[-2000:]}"
+    return out
+
+
+# ---- class 1: memory ------------------------------------------------------------------------------
+
+
+def test_wide_features_are_orthonormalized_without_a_p_by_p_matrix() -> None:
+    # Before: TSQR's leaf R was p×p (80 GB for p = 1e5): an allocation abort (SIGABRT), even unlimited.
+    out = _run("""
+        A = rng.standard_normal((3, 100_000))
+        Q = orthonormalize(A)
+        assert Q.shape == (3, 3), Q.shape
+        assert np.allclose(Q.T @ Q, np.eye(3), atol=1e-12)
+        dpp = ProjectionDPP.from_features(rng.standard_normal((4, 50_000)))
+        assert dpp.rank == 4 and sorted(dpp.sample(random_state=0)) == [0, 1, 2, 3]
+        # a rank-deficient wide input keeps its rank
+        B = np.vstack([A, A[0] + A[1]])
+        print(orthonormalize(B).shape[1])
+    """)
+    assert out.split() == ["3"]
+
+
+def test_wide_basis_spans_the_columns_and_keeps_the_rank_rule() -> None:
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((6, 40)) @ np.diag(np.logspace(0, -9, 40))
+    Q = orthonormalize(A)
+    assert Q.shape == (6, 6)
+    # span(Q) = span(A): projecting A onto Q changes nothing
+    np.testing.assert_allclose(Q @ (Q.T @ A), A, atol=1e-12 * np.abs(A).max())
+    low = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 40))
+    assert orthonormalize(low).shape == (6, 2)
+    with pytest.raises(ValueError, match="all columns are zero"):
+        orthonormalize(np.zeros((3, 50)))
+
+
+def test_an_eigendecomposition_beyond_the_memory_limit_is_a_memory_error() -> None:
+    # Before: faer's eigensolver panicked in a scoped thread (PanicException) and the process hung.
+    out = _run("""
+        try:
+            LEnsemble(np.eye(7000))
+        except MemoryError as e:
+            print("MemoryError", str(e)[:40])
+    """)
+    assert out.startswith("MemoryError cannot allocate the eigendecomposition"), out
+
+
+# ---- class 2: Ctrl-C ------------------------------------------------------------------------------
+
+
+def test_ctrl_c_stops_an_eigendecomposition_within_a_second() -> None:
+    # Before: faer's eigensolver is one call; Ctrl-C waited for it (33.7 s for n = 4000).
+    proc = _child(
+        """
+        L = np.eye(3000)
+        print("READY", flush=True)
+        try:
+            LEnsemble(L)
+            print("FINISHED")
+        except KeyboardInterrupt:
+            print("INTERRUPTED")
+        """,
+        limit=0,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "READY"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    out, err = proc.communicate(timeout=60)
+    took = time.perf_counter() - sent
+    assert out.strip() == "INTERRUPTED", err[-1000:]
+    assert took < 2.0, f"stopped {took:.2f} s after SIGINT"
+
+
+# ---- class 3: scales ------------------------------------------------------------------------------
+
+X_KM = np.random.default_rng(0).standard_normal((600, 3)) + np.repeat([[0.0, 0, 0], [6, 0, 0]], 300, axis=0)
+
+
+@pytest.mark.parametrize("scale", [1e308, 1e-320, 2.0**600])
+def test_weights_equivalent_to_ones_give_the_unit_weight_clustering(scale: float) -> None:
+    # Before: 1e308 weights overflowed the weight sums: NaN centres, inertia_ = 0.
+    ref = HartiganKMeans(2, random_state=0).fit(X_KM, sample_weight=np.ones(600))
+    w = np.full(600, scale)
+    expected = ref.inertia_ * scale  # inf for 1e308: the true weighted inertia overflows
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        km = HartiganKMeans(2, random_state=0).fit(X_KM, sample_weight=w)
+    assert (w == scale).all()
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-13, atol=1e-14)
+    assert km.inertia_ == pytest.approx(expected, rel=1e-12)
+    assert [str(c.message)[:17] for c in caught] == ([] if np.isfinite(expected) else ["inertia_ overflow"])
+
+
+def test_an_overflowing_inertia_is_inf_with_a_warning() -> None:
+    with pytest.warns(RuntimeWarning, match="inertia_ overflows"):
+        km = HartiganKMeans(2, random_state=0).fit(X_KM * 1e300)
+    assert km.inertia_ == np.inf
+
+
+@pytest.mark.parametrize("scale", [1e308, 1e-320])
+def test_subspace_test_weights_are_relative(scale: float) -> None:
+    # Before: 1e308 weights made y "constant", 1e-320 weights made every split undefined.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 4))
+    y = X[:, 0] + rng.standard_normal(120)
+    kw = {"n_components": 1, "n_splits": 8, "n_perm": 49, "random_state": 0}
+    ref = subspace_test(X, y, sample_weight=np.ones(120), **kw)
+    got = subspace_test(X, y, sample_weight=np.full(120, scale), **kw)
+    assert got.statistic == ref.statistic and got.pvalue == ref.pvalue
+
+
+@pytest.mark.parametrize("scale", [1e-310, 1e300, 2.0**-700])
+@pytest.mark.parametrize("equilibrate", [True, False])
+def test_orthonormalize_is_scale_free(scale: float, equilibrate: bool) -> None:
+    # Before: 1e-310 gave "all columns are zero", 1e300 "SVD of R failed: NoConvergence".
+    A = np.random.default_rng(2).standard_normal((300, 4))
+    ref = orthonormalize(A, equilibrate=equilibrate)
+    Q = orthonormalize(A * scale, equilibrate=equilibrate)
+    assert Q.shape == ref.shape
+    tol = 1e-6 if scale == 1e-310 else 1e-12  # subnormal input keeps ~45 of 53 bits
+    np.testing.assert_allclose(Q @ Q.T, ref @ ref.T, atol=tol)
+
+
+def test_columns_of_wildly_different_scales_keep_their_directions() -> None:
+    A = np.random.default_rng(3).standard_normal((200, 3))
+    B = A * np.array([1e300, 1.0, 1e-300])
+    assert orthonormalize(B).shape == (200, 3)
+    assert orthonormalize(B, equilibrate=False).shape[1] == 1
