@@ -234,6 +234,26 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         On object arrays holding non-numbers (as scikit-learn). Sparse input is accepted (CSR read
         in place; NaN/inf in its data raise ``ValueError`` as for dense input).
 
+    Notes
+    -----
+    Drop-in notes. scikit-learn's own ``sklearn/cluster/tests/test_k_means.py`` passes with this
+    class as ``KMeans`` (``tests/cluster/sklearn_suite.py``), except ``test_kmeans_elkan_results``,
+    which expects the default algorithm to give Elkan's result. Where we differ on purpose:
+
+    - The default ``algorithm="hartigan"`` reaches a lower inertia than Lloyd from the same start;
+      its ``labels_`` are the partition's, which may differ from ``predict`` near a boundary.
+      ``"lloyd"`` and ``"elkan"`` follow :class:`sklearn.cluster.KMeans` step for step (empty
+      clusters relocated as scikit-learn does; a cluster that cannot be re-seeded because every point
+      sits on its centre stays empty at the heaviest cluster's mean, as in scikit-learn).
+    - ``verbose`` prints scikit-learn's lines ("Initialization complete", "Iteration i, inertia …",
+      "Converged at iteration i: strict convergence." or "…: center shift … within tolerance …")
+      after the fit, for the best run only, with our per-iteration counts; the inertia printed is
+      the SSE after the iteration's moves.
+    - ``random_state`` may also be a NumPy ``Generator``; ``seed_`` records the seed used.
+    - A ``dask.array`` ``X`` (or ``algorithm="blocked-hartigan"`` / ``"blocked-lloyd"``) runs the
+      blocked k-means of :class:`DaskHartiganKMeans`; there ``init`` is k-means‖ ("k-means++") or an
+      array, ``n_init > 1`` keeps the best run, and ``sample_weight`` is not supported.
+
     Examples
     --------
     >>> import numpy as np
