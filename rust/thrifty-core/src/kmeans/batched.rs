@@ -807,12 +807,7 @@ pub fn run<T: Real>(
         if data.cancel.load(Ordering::Relaxed) {
             return Err(ThriftyError::Interrupted);
         }
-        let drift: Vec<f64> = cl
-            .means
-            .chunks_exact(d)
-            .zip(prev_means.chunks_exact(d))
-            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt())
-            .collect();
+        let drift = center_drift(&cl.means, &prev_means, d);
         let shift: f64 = drift.iter().map(|v| v * v).sum();
         // scikit-learn's rule, also after the first assignment (its iteration 0).
         if shift <= tol {
@@ -912,14 +907,66 @@ pub fn run<T: Real>(
         match dense_eligible(&data.x, k, d) {
             Some(x) => dense_labels(data, x, &cl.means, k, &mut labels),
             None => {
-                let geo = Geometry::<T>::new(&data.x, &cl.means, k, d);
-                labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
+                let mut bounds = Bounds { upper: &mut upper, lower: &mut lower, drift_sums: &mut drift_sums };
+                nearest_from_bounds(data, &cl, &prev_means, &mut labels, &mut bounds);
+                if data.cancel.load(Ordering::Relaxed) {
+                    return Err(ThriftyError::Interrupted);
+                }
             }
         }
         inertia = self::inertia(data, &cl.means, &labels);
     }
     let centers: Vec<T> = cl.means.iter().map(|&v| T::of(v)).collect();
     Ok(Run { centers, labels, inertia, n_iter, converged, stats })
+}
+
+/// ‖c_j − c'_j‖ for every centre (the drift that moves the bounds).
+fn center_drift(means: &[f64], prev: &[f64], d: usize) -> Vec<f64> {
+    means
+        .chunks_exact(d)
+        .zip(prev.chunks_exact(d))
+        .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt())
+        .collect()
+}
+
+/// Lloyd's Hamerly bounds as the run keeps them (stored relative to the drift sums).
+struct Bounds<'a> {
+    upper: &'a mut [f64],
+    lower: &'a mut [f64],
+    drift_sums: &'a mut DriftSums,
+}
+
+/// Lloyd's final E-step from the bounds the run kept: the labels become the nearest of the final
+/// means `cl.means` (the bounds are valid for `assigned`, the centres of the last assignment, and are
+/// moved by the drift to the final means). The bounds certify most rows; only the rest get a
+/// distance tile — instead of a full pass over every row.
+fn nearest_from_bounds<T: Real>(
+    data: &Data<'_, T>,
+    cl: &Clusters,
+    assigned: &[f64],
+    labels: &mut [u32],
+    bounds: &mut Bounds<'_>,
+) {
+    let d = data.d;
+    bounds.drift_sums.add(&center_drift(&cl.means, assigned, d));
+    let geo = Geometry::<T>::new(&data.x, &cl.means, cl.k, d);
+    let lloyd = Factors { hartigan: false };
+    let outs = assign_pass(
+        data,
+        &geo,
+        bounds.drift_sums,
+        cl,
+        labels,
+        bounds.upper,
+        bounds.lower,
+        lloyd,
+        min_weights(&cl.wsum),
+    );
+    for out in &outs {
+        for &(i, to) in &out.moves {
+            labels[i as usize] = to;
+        }
+    }
 }
 
 /// Hartigan's run leaves its Lloyd phase: from now on the size factors apply. The bounds stay valid
