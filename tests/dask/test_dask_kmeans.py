@@ -145,12 +145,33 @@ def test_bad_parameters_and_missing_client(blobs: np.ndarray) -> None:
     with pytest.raises(ValueError, match="sample_weight"):
         DaskHartiganKMeans(3).fit(blobs, sample_weight=np.ones(len(blobs)))
     with pytest.raises(ValueError, match="n_init"):
-        DaskHartiganKMeans(3, n_init=3).fit(blobs)
+        DaskHartiganKMeans(3, n_init=0).fit(blobs)
     with pytest.raises(ValueError, match="n_samples"):
         DaskHartiganKMeans(5000).fit(blobs)
     if _no_default_client():
         with pytest.raises(ValueError, match="Client"):
             DaskHartiganKMeans(3).fit(Xd)
+
+
+def test_blocked_n_init_keeps_the_best_run(blobs: np.ndarray) -> None:
+    """n_init > 1 on the blocked path: run 0 is the n_init=1 run, the lowest inertia of the runs
+    wins, and explicit centres run once (scikit-learn's warning)."""
+    params = {"random_state": 5, "block_rows": 700, "init_rounds": 1, "oversampling": 0.5, "max_iter": 3}
+    runs = [DaskHartiganKMeans(6, **params).fit(blobs)]
+    best = DaskHartiganKMeans(6, n_init=4, **params).fit(blobs)
+    assert best._n_init == 4
+    from thrifty.cluster._hartigan import _run_seed
+
+    for r in range(1, 4):
+        runs.append(DaskHartiganKMeans(6, **{**params, "random_state": _run_seed(5, r)}).fit(blobs))
+    inertias = [r.inertia_ for r in runs]
+    assert len(set(inertias)) > 1, "the runs must differ for this test to mean anything"
+    _same(best, runs[int(np.argmin(inertias))])
+    via_estimator = HartiganKMeans(6, n_init=4, algorithm="blocked-hartigan", random_state=5, max_iter=3).fit(blobs)
+    assert via_estimator.inertia_ <= HartiganKMeans(6, algorithm="blocked-hartigan", random_state=5, max_iter=3).fit(blobs).inertia_
+    with pytest.warns(RuntimeWarning, match="only one init"):
+        one = DaskHartiganKMeans(6, init=blobs[:6], n_init=3, block_rows=700).fit(blobs)
+    _same(one, DaskHartiganKMeans(6, init=blobs[:6], block_rows=700).fit(blobs))
 
 
 def _no_default_client() -> bool:

@@ -334,6 +334,119 @@ def _select_moves(
     return np.array(sorted(acc), dtype=np.uint64), n2, s2, delta
 
 
+@dataclass
+class _State:
+    """Where a phase leaves the run: the centres, the partition's sizes and sums, its SSE and the
+    per-block handles (labels and bounds stay with the blocks)."""
+
+    centers: F64
+    counts: F64
+    sums: F64
+    sse: float
+    handles: list[Any]
+
+
+def _lloyd_step(ex: Executor, handles: list[Any] | None, centers: F64, drift: F64, half: F64) -> tuple[list[Any], F64]:
+    """One blocked Lloyd iteration: the blocks reassign their rows (Hamerly bounds) and return their
+    totals, reduced by the fixed tree: counts (k), sums (k × d), Σ‖x − c‖² per cluster (k), rows
+    changed, rows computed."""
+    new_handles = ex.map(task_lloyd, handles, (centers, drift, half))
+    return new_handles, ex.reduce(new_handles, pick_last, add)
+
+
+def _lloyd_phase(ex: Executor, res: BlockedResult, centers: F64, max_iter: int, tol: float,
+                 on_iteration: Callable[[str, int], None] | None) -> _State:
+    """Lloyd with Hamerly bounds carried by the blocks, to a fixed point, ``tol`` or ``max_iter``;
+    records the per-iteration SSE and distance rows in ``res``."""
+    k, d = centers.shape
+    drift, half = np.zeros(k), np.zeros(k)
+    handles: list[Any] | None = None
+    tol_abs = 0.0
+    state = _State(centers, np.zeros(k), np.zeros((k, d)), np.inf, [])
+    for it in range(max_iter):
+        handles, part = _lloyd_step(ex, handles, state.centers, drift, half)
+        counts, sums = part[:k], part[k : k + k * d].reshape(k, d)
+        cost = part[k + k * d : k * (d + 2)]
+        changed, computed = part[k * (d + 2)], part[k * (d + 2) + 1]
+        new = state.centers.copy()
+        nz = counts > 0
+        new[nz] = sums[nz] / counts[nz, None]
+        shift2 = np.sum((new - state.centers) ** 2, axis=1)
+        # SSE of the partition about its own means, exactly: Σ‖x − c‖² − n‖m − c‖².
+        sse = float(np.sum(cost) - np.sum(counts * shift2))
+        if it == 0:  # scikit-learn's tolerance: tol × mean per-feature variance
+            mean = sums.sum(axis=0) / ex.n
+            total_ss = sse + float(np.sum(counts[nz] * np.sum((new[nz] - mean) ** 2, axis=1)))
+            tol_abs = tol * total_ss / ex.n / d
+        res.lloyd_sse.append(sse)
+        res.lloyd_distance_rows.append(float(computed))
+        res.lloyd_iter = it + 1
+        prev, state = state.centers, _State(new, counts, sums, sse, handles)
+        if on_iteration is not None:
+            on_iteration("lloyd", it)
+        if (it > 0 and changed == 0) or float(np.sum(shift2)) <= tol_abs:
+            res.converged = True
+            break
+        drift = np.sqrt(np.sum((new - prev) ** 2, axis=1))
+        half = _half_sep(new)
+    return state
+
+
+def _apply_best_single(best: tuple[Any, ...], counts: F64, sums: F64) -> tuple[F64, F64, int]:
+    """Sizes and sums after the round's best single move (exactly improving) and its row."""
+    _delta, row, frm, to, x = best
+    n2, s2 = counts.copy(), sums.copy()
+    n2[frm] -= 1
+    n2[to] += 1
+    s2[frm] -= x
+    s2[to] += x
+    return n2, s2, int(row)
+
+
+def _hartigan_phase(ex: Executor, res: BlockedResult, state: _State, max_rounds: int,
+                    on_iteration: Callable[[str, int], None] | None) -> _State:
+    """Blocked Hartigan rounds from the Lloyd phase's partition: the blocks apply the moves accepted
+    last round and propose their best moves; the driver accepts the classes that lower the exact SSE
+    (or the best single move). The SSE never increases; traced in ``res.hartigan_sse``."""
+    k, d = state.sums.shape
+    res.hartigan_sse.append(state.sse)
+    offsets = [s for s, _ in ex.bounds]
+    accepted, single = np.zeros(0, dtype=np.uint64), -1
+    centers, sizes, handles, sse = state.centers, state.counts.copy(), state.handles, state.sse
+    res.converged = False
+    means, counts, sums = centers, state.counts, state.sums
+    for rnd in range(max_rounds):
+        scale = max(sse, np.finfo(float).tiny) / ex.n
+        handles = ex.map(task_hartigan, handles, (accepted, single, centers, sizes, scale, offsets))
+        flat, keys, vals, best = ex.reduce(handles, pick_last, combine_hartigan)
+        res.hartigan_rounds = rnd + 1
+        counts, sums = flat[:k], flat[k : k + k * d].reshape(k, d)
+        about_c, proposed = float(flat[k * (d + 1)]), float(flat[k * (d + 1) + 1])
+        nz = counts > 0
+        means = centers.copy()
+        means[nz] = sums[nz] / counts[nz, None]
+        sse = about_c - float(np.sum(counts * np.sum((means - centers) ** 2, axis=1)))
+        if rnd > 0:
+            res.hartigan_sse.append(sse)
+        if on_iteration is not None:
+            on_iteration("hartigan", rnd)
+        if proposed == 0:
+            res.converged = True
+            break
+        keys = np.asarray(keys, dtype=np.uint64)
+        vals = np.asarray(vals, dtype=np.float64).reshape(len(keys), d + 2)
+        accepted, n2, s2, _delta = _select_moves(keys, vals, counts, sums, centers, ACCEPT_MARGIN * sse)
+        single = -1
+        if len(accepted) == 0:  # no class lowers the SSE as a whole
+            n2, s2, single = _apply_best_single(best, counts, sums)
+            res.hartigan_moves.append(1.0)
+        else:
+            res.hartigan_moves.append(float(vals[np.isin(keys, accepted), 0].sum()))
+        sizes = n2
+        centers = np.ascontiguousarray(np.where(n2[:, None] > 0, s2 / np.maximum(n2, 1)[:, None], centers))
+    return _State(means, counts, sums, sse, handles)
+
+
 def fit_blocked(
     ex: Executor,
     *,
@@ -348,114 +461,19 @@ def fit_blocked(
     max_hartigan_rounds: int = 300,
     on_iteration: Callable[[str, int], None] | None = None,
 ) -> BlockedResult:
-    """Run the blocked k-means over the executor's logical blocks (see the module docstring)."""
-    k, d = n_clusters, ex.d
-    n_cand = 0
+    """Run the blocked k-means over the executor's logical blocks (see the module docstring):
+    initial centres (k-means‖, or ``init`` as given), the Lloyd phase, then for ``"hartigan"`` the
+    Hartigan rounds."""
     if isinstance(init, str):
-        centers, n_cand = kmeans_parallel(ex, k, seed, init_rounds, oversampling)
+        centers, n_cand = kmeans_parallel(ex, n_clusters, seed, init_rounds, oversampling)
     else:
-        centers = np.ascontiguousarray(init, dtype=np.float64)
-    init_centers = centers.copy()
-    res = BlockedResult(centers, init_centers, None, 0.0, 0, 0, 0, False, n_candidates=n_cand)
-
-    # ---- Lloyd with Hamerly bounds carried by the blocks --------------------------------------
-    drift = np.zeros(k)
-    half = np.zeros(k)
-    states: list[Any] | None = None
-    tol_abs = 0.0
-    converged = False
-    counts = np.zeros(k)
-    sums = np.zeros((k, d))
-    sse = np.inf
-    lloyd_budget = max_iter
-    for it in range(lloyd_budget):
-        handles = ex.map(task_lloyd, states, (centers, drift, half))
-        part = ex.reduce(handles, pick_last, add)
-        counts = part[:k]
-        sums = part[k : k + k * d].reshape(k, d)
-        cost = part[k + k * d : k * (d + 2)]
-        changed, computed = part[k * (d + 2)], part[k * (d + 2) + 1]
-        new = centers.copy()
-        nz = counts > 0
-        new[nz] = sums[nz] / counts[nz, None]
-        shift2 = np.sum((new - centers) ** 2, axis=1)
-        # SSE of the partition about its own means, exactly: Σ‖x − c‖² − n‖m − c‖².
-        sse = float(np.sum(cost) - np.sum(counts * shift2))
-        if it == 0:
-            mean = sums.sum(axis=0) / ex.n
-            total_ss = float(np.sum(cost) - np.sum(counts * shift2) + np.sum(counts[nz] * np.sum((new[nz] - mean) ** 2, axis=1)))
-            tol_abs = tol * total_ss / ex.n / d
-        res.lloyd_sse.append(sse)
-        res.lloyd_distance_rows.append(float(computed))
-        states = handles
-        res.lloyd_iter = it + 1
-        centers_prev = centers
-        centers = new
-        if on_iteration is not None:
-            on_iteration("lloyd", it)
-        if it > 0 and changed == 0:
-            converged = True
-            break
-        if float(np.sum(shift2)) <= tol_abs:
-            converged = True
-            break
-        drift = np.sqrt(np.sum((centers - centers_prev) ** 2, axis=1))
-        half = _half_sep(centers)
-    assert states is not None
-    res.converged = converged
-
-    # ---- blocked Hartigan rounds ----------------------------------------------------------------
-    if algorithm == "hartigan" and k > 1:
-        res.hartigan_sse.append(sse)
-        offsets = [s for s, _ in ex.bounds]
-        accepted = np.zeros(0, dtype=np.uint64)
-        single = -1
-        sizes = counts.copy()
-        res.converged = False
-        for rnd in range(max_hartigan_rounds):
-            scale = max(sse, np.finfo(float).tiny) / ex.n
-            handles = ex.map(task_hartigan, states, (accepted, single, centers, sizes, scale, offsets))
-            flat, keys, vals, best = ex.reduce(handles, pick_last, combine_hartigan)
-            states = handles
-            res.hartigan_rounds = rnd + 1
-            counts = flat[:k]
-            sums = flat[k : k + k * d].reshape(k, d)
-            about_c, proposed = float(flat[k * (d + 1)]), float(flat[k * (d + 1) + 1])
-            nz = counts > 0
-            means = centers.copy()
-            means[nz] = sums[nz] / counts[nz, None]
-            sse = about_c - float(np.sum(counts * np.sum((means - centers) ** 2, axis=1)))
-            if rnd > 0:
-                res.hartigan_sse.append(sse)
-            if on_iteration is not None:
-                on_iteration("hartigan", rnd)
-            if proposed == 0:
-                centers = means
-                res.converged = True
-                break
-            keys = np.asarray(keys, dtype=np.uint64)
-            vals = np.asarray(vals, dtype=np.float64).reshape(len(keys), d + 2)
-            accepted, n2, s2, _delta = _select_moves(keys, vals, counts, sums, centers, ACCEPT_MARGIN * sse)
-            single = -1
-            if len(accepted) == 0:
-                # No class lowers the SSE as a whole: apply the best single move (exactly improving).
-                _bdelta, brow, bfrom, bto, bx = best
-                n2, s2 = counts.copy(), sums.copy()
-                n2[bfrom] -= 1
-                n2[bto] += 1
-                s2[bfrom] -= bx
-                s2[bto] += bx
-                single = int(brow)
-                res.hartigan_moves.append(1.0)
-            else:
-                res.hartigan_moves.append(float(vals[np.isin(keys, accepted), 0].sum()))
-            sizes = n2
-            centers = np.where(n2[:, None] > 0, s2 / np.maximum(n2, 1)[:, None], centers)
-            centers = np.ascontiguousarray(centers)
-        else:
-            centers = means
-    res.centers = np.ascontiguousarray(centers)
-    res.inertia = max(sse, 0.0)
-    res.labels = ex.labels(states)
+        centers, n_cand = np.ascontiguousarray(init, dtype=np.float64), 0
+    res = BlockedResult(centers, centers.copy(), None, 0.0, 0, 0, 0, False, n_candidates=n_cand)
+    state = _lloyd_phase(ex, res, centers, max_iter, tol, on_iteration)
+    if algorithm == "hartigan" and n_clusters > 1:
+        state = _hartigan_phase(ex, res, state, max_hartigan_rounds, on_iteration)
+    res.centers = np.ascontiguousarray(state.centers)
+    res.inertia = max(state.sse, 0.0)
+    res.labels = ex.labels(state.handles)
     res.n_iter = res.lloyd_iter + res.hartigan_rounds
     return res

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import numbers
 import os
 import warnings
 from collections.abc import Callable
+from numbers import Integral, Real
 from typing import Any, Literal
 
 import numpy as np
@@ -18,14 +18,18 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import (
     _check_sample_weight,
+    check_array,
     check_is_fitted,
     validate_data,
 )
 
 from thrifty import _core
 from thrifty._validation import RandomState, check_n_jobs, physical_memory, seed_from_random_state
+from thrifty.cluster._blocked import DEFAULT_BLOCK_ROWS, BlockedResult, LocalExecutor, fit_blocked
+from thrifty.cluster._dask_executor import DaskExecutor, dask_client, is_dask_array
 
 InitType = Literal["k-means++", "random"] | npt.ArrayLike | Callable[..., Any]
 
@@ -81,6 +85,53 @@ def _check_memory(name: str, count: int, bytes_each: int, what: str | None = Non
             f"{name}: {what or f'{name}={count}'} needs about {need / 2**30:.3g} GiB, more than this "
             f"machine's {have / 2**30:.3g} GiB of memory"
         )
+
+
+def _check_init_array(init: Any, k: int, d: int, dtype: Any) -> npt.NDArray[Any]:
+    """Explicit initial centres (an ``init`` array, or what an ``init`` callable returned) as a
+    C-contiguous array of ``dtype``: numeric, shape (k, d) (scikit-learn's messages), finite."""
+    centers = np.asarray(init.toarray() if sp.issparse(init) else init)
+    if centers.dtype.kind not in "fiu":
+        raise TypeError(f"init must be a numeric array, got dtype {centers.dtype}")
+    if centers.ndim != 2 or centers.shape[0] != k:
+        raise ValueError(
+            f"The shape of the initial centers {centers.shape} does not match the number of clusters {k}."
+        )
+    if centers.shape[1] != d:
+        raise ValueError(
+            f"The shape of the initial centers {centers.shape} does not match the number of features "
+            f"of the data {d}."
+        )
+    centers = np.ascontiguousarray(centers, dtype=dtype)
+    if not np.isfinite(centers).all():
+        raise ValueError("init contains NaN or infinity")
+    return centers
+
+
+def _resolve_n_init(n_init: Any, init: Any, runs_for_auto: int, name: str) -> int:
+    """scikit-learn's ``n_init``: ``"auto"`` is ``runs_for_auto`` (1 for k-means++/k-means‖, 10 for
+    "random" or a callable); explicit centres run once (with scikit-learn's warning for n_init > 1)."""
+    runs = runs_for_auto if n_init == "auto" else int(n_init)
+    if isinstance(init, np.ndarray) and runs != 1:
+        warnings.warn(
+            f"Explicit initial center position passed: performing only one init in {name} instead "
+            f"of n_init={runs}.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        runs = 1
+    return runs
+
+
+def _run_seed(seed: int, run: int) -> int:
+    """The seed of run ``run`` of a blocked fit with ``n_init`` runs (run 0 uses ``seed`` itself,
+    so ``n_init=1`` is the single run)."""
+    if run == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, run]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+_MAX_INT = 2**63 - 1
 
 
 class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):  # type: ignore[misc]
@@ -183,6 +234,26 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         On object arrays holding non-numbers (as scikit-learn). Sparse input is accepted (CSR read
         in place; NaN/inf in its data raise ``ValueError`` as for dense input).
 
+    Notes
+    -----
+    Drop-in notes. scikit-learn's own ``sklearn/cluster/tests/test_k_means.py`` passes with this
+    class as ``KMeans`` (``tests/cluster/sklearn_suite.py``), except ``test_kmeans_elkan_results``,
+    which expects the default algorithm to give Elkan's result. Where we differ on purpose:
+
+    - The default ``algorithm="hartigan"`` reaches a lower inertia than Lloyd from the same start;
+      its ``labels_`` are the partition's, which may differ from ``predict`` near a boundary.
+      ``"lloyd"`` and ``"elkan"`` follow :class:`sklearn.cluster.KMeans` step for step (empty
+      clusters relocated as scikit-learn does; a cluster that cannot be re-seeded because every point
+      sits on its centre stays empty at the heaviest cluster's mean, as in scikit-learn).
+    - ``verbose`` prints scikit-learn's lines ("Initialization complete", "Iteration i, inertia …",
+      "Converged at iteration i: strict convergence." or "…: center shift … within tolerance …")
+      after the fit, for the best run only, with our per-iteration counts; the inertia printed is
+      the SSE after the iteration's moves.
+    - ``random_state`` may also be a NumPy ``Generator``; ``seed_`` records the seed used.
+    - A ``dask.array`` ``X`` (or ``algorithm="blocked-hartigan"`` / ``"blocked-lloyd"``) runs the
+      blocked k-means of :class:`DaskHartiganKMeans`; there ``init`` is k-means‖ ("k-means++") or an
+      array, ``n_init > 1`` keeps the best run, and ``sample_weight`` is not supported.
+
     Examples
     --------
     >>> import numpy as np
@@ -195,6 +266,19 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     >>> bool(km.inertia_ <= HartiganKMeans(10, algorithm="lloyd", init=km.init_centers_).fit(X).inertia_)
     True
     """
+
+    _parameter_constraints: dict[str, Any] = {
+        "n_clusters": [Interval(Integral, 1, _MAX_INT, closed="both")],
+        "init": [StrOptions({"k-means++", "random"}), callable, "array-like"],
+        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, _MAX_INT, closed="both")],
+        "max_iter": [Interval(Integral, 1, _MAX_INT, closed="both")],
+        "tol": [Interval(Real, 0, np.finfo(np.float64).max, closed="both")],
+        "verbose": ["verbose"],
+        "random_state": [None, Integral, np.random.RandomState, np.random.Generator],
+        "copy_x": ["boolean"],
+        "algorithm": [StrOptions({"hartigan", "lloyd", "elkan", "blocked-hartigan", "blocked-lloyd"})],
+        "n_jobs": [None, Integral],
+    }
 
     def __init__(
         self,
@@ -221,64 +305,25 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         self.algorithm = algorithm
         self.n_jobs = n_jobs
 
-    # -- validation ---------------------------------------------------------------------------
+    # -- validation (the parameters' types and ranges: _parameter_constraints) ---------------------
     def _check_params(self, X: npt.NDArray[Any]) -> tuple[int, Any, int]:
-        k = self.n_clusters
-        if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"n_clusters must be an int, got {type(k).__name__}")
-        if k < 1:
-            raise ValueError(f"n_clusters must be >= 1, got {k}")
-        n = X.shape[0]
-        if n < k:
-            raise ValueError(f"n_samples={n} should be >= n_clusters={k}.")
-        for name, value, low in (("max_iter", self.max_iter, 1),):
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-            if not low <= value < 2**63:
-                raise ValueError(f"{name} must be an int in [{low}, 2**63), got {value}")
-        if isinstance(self.tol, (bool, np.bool_)) or not isinstance(self.tol, numbers.Real):
-            raise TypeError(f"tol must be a float, got {type(self.tol).__name__}")
-        if not (np.isfinite(self.tol) and self.tol >= 0):
-            raise ValueError(f"tol must be a finite number >= 0, got {self.tol}")
-        if self.algorithm not in ("hartigan", "lloyd", "elkan"):
-            raise ValueError(f"algorithm must be 'hartigan', 'lloyd' or 'elkan', got {self.algorithm!r}")
+        """What depends on the data: n_samples >= n_clusters, the working memory, the init array's
+        shape, ``n_init="auto"``. Returns (n_clusters, init, n_init)."""
+        k = int(self.n_clusters)
+        if X.shape[0] < k:
+            raise ValueError(f"n_samples={X.shape[0]} should be >= n_clusters={k}.")
         _check_memory("n_clusters", k, _fit_bytes_per_cluster(X.shape[1], X.dtype.itemsize))
-
         init = self.init
-        if isinstance(init, str):
-            if init not in ("k-means++", "random"):
-                raise ValueError(f"init must be 'k-means++', 'random', an array or a callable, got {init!r}")
-        elif not callable(init):
-            init = np.asarray(init)
-            if init.dtype.kind not in "fiu":
-                raise TypeError(f"init must be a numeric array, got dtype {init.dtype}")
-            if init.shape != (k, X.shape[1]):
-                raise ValueError(
-                    f"The shape of the initial centers {init.shape} does not match the number of "
-                    f"clusters and features: init must have shape ({k}, {X.shape[1]})"
-                )
-            init = np.ascontiguousarray(init, dtype=X.dtype)
-            if not np.isfinite(init).all():
-                raise ValueError("init contains NaN or infinity")
-
-        n_init = self.n_init
-        if isinstance(n_init, str):
-            if n_init != "auto":
-                raise ValueError(f"n_init must be 'auto' or an int >= 1, got {n_init!r}")
-            n_init = 10 if (callable(init) or (isinstance(init, str) and init == "random")) else 1
-        elif isinstance(n_init, (bool, np.bool_)) or not isinstance(n_init, numbers.Integral):
-            raise TypeError(f"n_init must be 'auto' or an int, got {type(n_init).__name__}")
-        elif not 1 <= n_init < 2**63:
-            raise ValueError(f"n_init must be 'auto' or an int in [1, 2**63), got {n_init}")
-        if isinstance(init, np.ndarray) and n_init != 1:
+        if not (isinstance(init, str) or callable(init)):
+            init = _check_init_array(init, k, X.shape[1], X.dtype)
+        auto = 10 if (callable(init) or (isinstance(init, str) and init == "random")) else 1
+        if self.algorithm == "elkan" and k == 1:
             warnings.warn(
-                f"Explicit initial center position passed: performing only one init in "
-                f"{type(self).__name__} instead of n_init={n_init}.",
+                "algorithm='elkan' doesn't make sense for a single cluster. Using 'lloyd' instead.",
                 RuntimeWarning,
                 stacklevel=3,
             )
-            n_init = 1
-        return int(k), init, int(n_init)
+        return k, init, _resolve_n_init(self.n_init, init, auto, type(self).__name__)
 
     # -- fitting ------------------------------------------------------------------------------
     def _validate_train(self, X: Any) -> Any:
@@ -300,9 +345,11 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
+        X : array-like, sparse matrix or dask array of shape (n_samples, n_features)
             Training data, dense or CSR (other sparse formats are converted to CSR); float32 stays
-            float32, other real dtypes become float64. Not modified, never densified.
+            float32, other real dtypes become float64. Not modified, never densified. A
+            ``dask.array`` is fitted by the blocked k-means on its client (as
+            ``algorithm="blocked-hartigan"``, or ``"blocked-lloyd"`` for ``"lloyd"``/``"elkan"``).
         y : ignored
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights, not all zero; honoured by both algorithms (weighted means and
@@ -312,12 +359,11 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         -------
         self : HartiganKMeans
         """
-        # Scale-out: a dask array, or algorithm="blocked-hartigan"/"blocked-lloyd" (its single-machine
-        # twin), goes to the blocked k-means (thrifty.cluster._dask).
-        from thrifty.cluster._dask import route_blocked
-
-        if route_blocked(self, X, sample_weight) is not None:
-            return self
+        self._validate_params()
+        algorithm = str(self.algorithm)
+        if is_dask_array(X) or algorithm.startswith("blocked-"):
+            base = algorithm.removeprefix("blocked-")
+            return self._fit_blocked(X, sample_weight, algorithm="lloyd" if base == "elkan" else base)
         X = self._validate_train(X)
         k, init, n_init = self._check_params(X)
         # No weights: the core uses unit weights itself (no n-vector of ones to build and re-check).
@@ -326,36 +372,43 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
             sw = np.ascontiguousarray(sw, dtype=np.float64)
         seed = seed_from_random_state(self.random_state)
-        threads = check_n_jobs(self.n_jobs)
+        if self.verbose:
+            print("Initialization complete")
+        result = self._fit_core(X, sw, k, init, n_init, seed)
+        self._set_core_result(result, seed, n_init)
+        self._warn_if_fewer_distinct(k)
+        if self.verbose:
+            self._print_stats(X.shape[0])
+        return self
 
+    def _fit_core(
+        self, X: Any, sw: npt.NDArray[np.float64] | None, k: int, init: Any, n_init: int, seed: int
+    ) -> _core.KMeansFit:
+        """The runs in the core (all of them in one call; one call per run for an ``init`` callable,
+        which is called with a RandomState seeded by ``seed + run``); the lowest inertia wins."""
         algorithm: Literal["hartigan", "lloyd"] = "hartigan" if self.algorithm == "hartigan" else "lloyd"
-
         x_arg, csr = _core_args(X)
 
         def core_fit(init_arg: Any, runs: int) -> _core.KMeansFit:
             return _core.kmeans_fit(
                 x_arg, sw, init_arg, n_clusters=k, n_init=runs, max_iter=int(self.max_iter),
-                tol=float(self.tol), algorithm=algorithm, seed=seed, n_jobs=threads, csr=csr,
+                tol=float(self.tol), algorithm=algorithm, seed=seed, n_jobs=check_n_jobs(self.n_jobs), csr=csr,
             )
 
-        if callable(init):
-            if not _all_finite(X):  # before the user's callable sees the data
-                raise ValueError("X contains NaN or infinity")
-            best: _core.KMeansFit | None = None
-            for run in range(n_init):
-                rs = np.random.RandomState((seed + run) % (2**32))
-                centers = init(X, k, rs)
-                centers = np.ascontiguousarray(centers.toarray() if sp.issparse(centers) else centers, dtype=X.dtype)
-                if centers.shape != (k, X.shape[1]):
-                    raise ValueError(f"init callable returned shape {centers.shape}, expected ({k}, {X.shape[1]})")
-                res = core_fit(centers, 1)
-                if best is None or res["inertia"] < best["inertia"]:
-                    best = res
-            assert best is not None
-            result = best
-        else:
-            result = core_fit(init, n_init)
+        if not callable(init):
+            return core_fit(init, n_init)
+        if not _all_finite(X):  # before the user's callable sees the data
+            raise ValueError("X contains NaN or infinity")
+        best: _core.KMeansFit | None = None
+        for run in range(n_init):
+            centers = init(X, k, np.random.RandomState((seed + run) % (2**32)))
+            res = core_fit(_check_init_array(centers, k, X.shape[1], X.dtype), 1)
+            if best is None or res["inertia"] < best["inertia"]:
+                best = res
+        assert best is not None
+        return best
 
+    def _set_core_result(self, result: _core.KMeansFit, seed: int, n_init: int) -> None:
         self.cluster_centers_ = result["cluster_centers"]
         self.labels_ = result["labels"]
         self.inertia_ = float(result["inertia"])
@@ -374,28 +427,142 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             key: result[key]
             for key in ("certified", "batch_moves", "relocated", "sequential_moves", "sse_after_batch", "sse_after_sequential")
         }
-        self._n_features_out = k
+        self._n_features_out = len(self.cluster_centers_)
+        self._n_init = n_init
+
+    def _warn_if_fewer_distinct(self, k: int) -> None:
         distinct = len({row.tobytes() for row in self.cluster_centers_})  # np.unique(axis=0) costs ms
         if distinct < k:
             warnings.warn(
                 f"Number of distinct clusters ({distinct}) found smaller than n_clusters ({k}). "
                 "Possibly due to duplicate points in X.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        if self.verbose:
-            self._print_stats(X.shape[0])
-        return self
 
     def _print_stats(self, n: int) -> None:
+        """scikit-learn's verbose lines for the best run (printed after the fit), with our counts."""
         s = self.iteration_stats_
         print(f"{type(self).__name__}({self.algorithm}): {self.n_iter_} iterations, inertia {self.inertia_:.6g}")
         for i in range(len(s["certified"])):
             print(
-                f"  iteration {i + 2:3d}: certified {s['certified'][i] / n:6.1%}  batch moves "
-                f"{int(s['batch_moves'][i]):7d}  sequential moves {int(s['sequential_moves'][i]):6d}  "
-                f"SSE {s['sse_after_sequential'][i]:.6g}"
+                f"Iteration {i + 1}, inertia {s['sse_after_sequential'][i]:.6g}. (certified "
+                f"{s['certified'][i] / n:6.1%}, batch moves {int(s['batch_moves'][i])}, sequential moves "
+                f"{int(s['sequential_moves'][i])})"
             )
+        last = self.n_iter_ - 1
+        if len(s["batch_moves"]) and s["batch_moves"][-1] + s["sequential_moves"][-1] == 0:
+            print(f"Converged at iteration {last}: strict convergence.")
+        elif self.converged_:
+            print(
+                f"Converged at iteration {last}: center shift (sum of squares) within tolerance "
+                f"{self.tol} x the mean feature variance."
+            )
+
+    # -- the blocked (scale-out) k-means: a dask array, or algorithm="blocked-*" ------------------------
+    def _fit_blocked(
+        self,
+        X: Any,
+        sample_weight: Any,
+        *,
+        algorithm: str,
+        block_rows: int = DEFAULT_BLOCK_ROWS,
+        init_rounds: int = 5,
+        oversampling: float = 2.0,
+        max_hartigan_rounds: int = 300,
+        client: Any = None,
+        on_iteration: Callable[[str, int], None] | None = None,
+    ) -> HartiganKMeans:
+        """The blocked k-means (:func:`thrifty.cluster._blocked.fit_blocked`) on the executor that
+        suits ``X``: a :class:`DaskExecutor` for a dask array, a :class:`LocalExecutor` otherwise;
+        ``n_init`` runs (seeds from ``_run_seed``), the lowest inertia wins."""
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported by the blocked (Dask) k-means")
+        ex: Any
+        if is_dask_array(X):
+            ex = DaskExecutor(X, block_rows, dask_client(client))
+            self.n_features_in_ = ex.d
+        else:
+            ex = LocalExecutor(self._validate_train(X), block_rows, self.n_jobs)
+        k, init, n_init = self._check_blocked_init(ex.n, ex.d)
+        seed = seed_from_random_state(self.random_state)
+        best: BlockedResult | None = None
+        for run in range(n_init):
+            res = fit_blocked(
+                ex, n_clusters=k, init=init, max_iter=int(self.max_iter), tol=float(self.tol),
+                algorithm=algorithm, seed=_run_seed(seed, run), init_rounds=init_rounds,
+                oversampling=oversampling, max_hartigan_rounds=max_hartigan_rounds, on_iteration=on_iteration,
+            )
+            if best is None or res.inertia < best.inertia:
+                best = res
+        assert best is not None
+        self._set_blocked_result(best, ex, seed, n_init)
+        return self
+
+    def _check_blocked_init(self, n: int, d: int) -> tuple[int, Any, int]:
+        """(n_clusters, init, n_init) of a blocked fit: k-means‖ ("k-means++" is its alias) or
+        explicit centres (float64)."""
+        k = int(self.n_clusters)
+        if n < k:
+            raise ValueError(f"n_samples={n} should be >= n_clusters={k}.")
+        init = self.init
+        if callable(init):
+            raise TypeError("init: a callable is not supported by the blocked k-means (pass centres)")
+        if isinstance(init, str):
+            if init not in ("k-means||", "k-means++"):
+                raise ValueError(f"init must be 'k-means||', 'k-means++' or an array, got {init!r}")
+            init = "k-means||"
+        else:
+            init = _check_init_array(init, k, d, np.float64)
+        return k, init, _resolve_n_init(self.n_init, init, 1, type(self).__name__)
+
+    def _set_blocked_result(self, res: BlockedResult, ex: Any, seed: int, n_init: int) -> None:
+        dtype = ex.dtype if ex.dtype in (np.float32, np.float64) else np.float64
+        self.cluster_centers_ = res.centers.astype(dtype)
+        self.init_centers_ = res.init_centers.astype(dtype)
+        self.labels_ = res.labels
+        self.inertia_ = float(res.inertia)
+        self.n_iter_ = int(res.n_iter)
+        self.converged_ = bool(res.converged)
+        self.seed_ = seed
+        self.sse_trace_ = np.asarray(res.hartigan_sse if res.hartigan_sse else res.lloyd_sse[-1:], dtype=np.float64)
+        self.lloyd_sse_ = np.asarray(res.lloyd_sse, dtype=np.float64)
+        self.iteration_stats_ = {
+            "lloyd_distance_rows": np.asarray(res.lloyd_distance_rows, dtype=np.float64),
+            "hartigan_moves": np.asarray(res.hartigan_moves, dtype=np.float64),
+        }
+        self.n_blocks_ = len(ex.bounds)
+        self.n_candidates_ = int(res.n_candidates)
+        self._n_features_out = len(self.cluster_centers_)
+        self._n_init = n_init
+
+    def _init_centroids(
+        self,
+        X: Any,
+        x_squared_norms: Any,
+        init: Any,
+        random_state: Any,
+        sample_weight: Any,
+        init_size: int | None = None,
+        n_centroids: int | None = None,
+    ) -> npt.NDArray[Any]:
+        """scikit-learn's private initialisation hook (its own test suite calls it): the initial
+        centres ``fit`` would start from for ``init`` ("k-means++", "random", an array or a
+        callable), weighted by ``sample_weight``. ``x_squared_norms`` and ``init_size`` are ignored."""
+        k = int(self.n_clusters if n_centroids is None else n_centroids)
+        Xv = check_array(X, dtype=[np.float64, np.float32], order="C", accept_sparse="csr")
+        Xv = _canonical_csr(Xv) if sp.issparse(Xv) else Xv
+        if callable(init):
+            return _check_init_array(init(Xv, k, random_state), k, Xv.shape[1], Xv.dtype)
+        if not isinstance(init, str):
+            return _check_init_array(init, k, Xv.shape[1], Xv.dtype)
+        sw = np.ascontiguousarray(_check_sample_weight(sample_weight, Xv, dtype=np.float64), dtype=np.float64)
+        x_arg, csr = _core_args(Xv)
+        res = _core.kmeans_fit(
+            x_arg, sw, init, n_clusters=k, n_init=1, max_iter=1, tol=0.0, algorithm="lloyd",
+            seed=seed_from_random_state(random_state), n_jobs=check_n_jobs(self.n_jobs), csr=csr,
+        )
+        return res["init_centers"]
 
     def fit_predict(self, X: Any, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> npt.NDArray[np.int32]:
         """Fit and return ``labels_`` (shape (n_samples,), int32)."""

@@ -89,10 +89,6 @@ pub struct Data<'a, T> {
     pub w_max: f64,
     /// Raised by the caller to stop the run at the next iteration (`Err(Interrupted)`).
     pub cancel: &'a AtomicBool,
-    /// The data's (unweighted) mean in working coordinates: where Lloyd puts a centre left without
-    /// weight, as scikit-learn does (its centres live in mean-centred coordinates, and an empty
-    /// centre's sums are zero).
-    pub origin: &'a [f64],
 }
 
 impl<T: Real> Data<'_, T> {
@@ -255,14 +251,23 @@ impl Clusters {
 
     /// Means of every cluster from its sums. A cluster without weight keeps its centre, or with
     /// `weightless_at` (Lloyd, as scikit-learn) moves there.
-    fn refresh_means(&mut self, weightless_at: Option<&[f64]>) {
+    /// All means from the sums. A cluster without weight keeps its last mean, except under Lloyd
+    /// (`lloyd`), where it goes to the heaviest cluster's mean (lowest index on ties), as
+    /// scikit-learn's `_average_centers` does (it only happens when relocating was pointless: every
+    /// point sits on its centre).
+    fn refresh_means(&mut self, lloyd: bool) {
         for j in 0..self.k {
-            match weightless_at {
-                Some(o) if self.wsum[j] <= 0.0 => {
-                    self.means[j * self.d..(j + 1) * self.d].copy_from_slice(o);
-                    self.mnorm[j] = o.iter().map(|v| v * v).sum();
-                }
-                _ => self.refresh_mean(j),
+            self.refresh_mean(j);
+        }
+        if !lloyd {
+            return;
+        }
+        let heaviest = (0..self.k).fold(0, |b, j| if self.wsum[j] > self.wsum[b] { j } else { b });
+        let d = self.d;
+        for j in 0..self.k {
+            if self.wsum[j] <= 0.0 && j != heaviest {
+                self.means.copy_within(heaviest * d..(heaviest + 1) * d, j * d);
+                self.mnorm[j] = self.mnorm[heaviest];
             }
         }
     }
@@ -789,7 +794,7 @@ pub fn run<T: Real>(
         (upper[i], lower[i]) = (f64::INFINITY, 0.0);
         sums_fresh = false;
     }
-    cl.refresh_means((!f.hartigan).then_some(data.origin)); // scikit-learn puts a Lloyd centre without weight at the data's mean
+    cl.refresh_means(!f.hartigan);
     let mut prev_means = init64;
     let mut stats = Vec::new();
     let mut converged = false;
@@ -802,14 +807,10 @@ pub fn run<T: Real>(
         if data.cancel.load(Ordering::Relaxed) {
             return Err(ThriftyError::Interrupted);
         }
-        let drift: Vec<f64> = cl
-            .means
-            .chunks_exact(d)
-            .zip(prev_means.chunks_exact(d))
-            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt())
-            .collect();
+        let drift = center_drift(&cl.means, &prev_means, d);
         let shift: f64 = drift.iter().map(|v| v * v).sum();
-        if n_iter > 1 && tol > 0.0 && shift <= tol {
+        // scikit-learn's rule, also after the first assignment (its iteration 0).
+        if shift <= tol {
             if lloyd_phase {
                 switch_to_hartigan(&mut f, &mut lloyd_phase, dense_pass_used, &mut upper, &mut lower);
             } else if f.hartigan && hartigan_iters == 0 {
@@ -853,7 +854,7 @@ pub fn run<T: Real>(
             updates_since_resum = 0;
             sums_fresh = true;
         } else if f.hartigan {
-            cl.refresh_means(None); // Hartigan's relocation ranks points against the new means
+            cl.refresh_means(false); // Hartigan's relocation ranks points against the new means
         }
         let relocated = relocate_empty(data, &mut cl, &mut labels, f, &prev_means);
         for &i in &relocated {
@@ -861,7 +862,7 @@ pub fn run<T: Real>(
         }
         st.relocated = relocated.len();
         updates_since_resum += st.relocated;
-        cl.refresh_means((!f.hartigan).then_some(data.origin));
+        cl.refresh_means(!f.hartigan);
         st.sse_after_batch = cl.sse(total_wxx);
         // Hartigan-only moves, one at a time against the current means.
         if f.hartigan {
@@ -906,14 +907,66 @@ pub fn run<T: Real>(
         match dense_eligible(&data.x, k, d) {
             Some(x) => dense_labels(data, x, &cl.means, k, &mut labels),
             None => {
-                let geo = Geometry::<T>::new(&data.x, &cl.means, k, d);
-                labels = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
+                let mut bounds = Bounds { upper: &mut upper, lower: &mut lower, drift_sums: &mut drift_sums };
+                nearest_from_bounds(data, &cl, &prev_means, &mut labels, &mut bounds);
+                if data.cancel.load(Ordering::Relaxed) {
+                    return Err(ThriftyError::Interrupted);
+                }
             }
         }
         inertia = self::inertia(data, &cl.means, &labels);
     }
     let centers: Vec<T> = cl.means.iter().map(|&v| T::of(v)).collect();
     Ok(Run { centers, labels, inertia, n_iter, converged, stats })
+}
+
+/// ‖c_j − c'_j‖ for every centre (the drift that moves the bounds).
+fn center_drift(means: &[f64], prev: &[f64], d: usize) -> Vec<f64> {
+    means
+        .chunks_exact(d)
+        .zip(prev.chunks_exact(d))
+        .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt())
+        .collect()
+}
+
+/// Lloyd's Hamerly bounds as the run keeps them (stored relative to the drift sums).
+struct Bounds<'a> {
+    upper: &'a mut [f64],
+    lower: &'a mut [f64],
+    drift_sums: &'a mut DriftSums,
+}
+
+/// Lloyd's final E-step from the bounds the run kept: the labels become the nearest of the final
+/// means `cl.means` (the bounds are valid for `assigned`, the centres of the last assignment, and are
+/// moved by the drift to the final means). The bounds certify most rows; only the rest get a
+/// distance tile — instead of a full pass over every row.
+fn nearest_from_bounds<T: Real>(
+    data: &Data<'_, T>,
+    cl: &Clusters,
+    assigned: &[f64],
+    labels: &mut [u32],
+    bounds: &mut Bounds<'_>,
+) {
+    let d = data.d;
+    bounds.drift_sums.add(&center_drift(&cl.means, assigned, d));
+    let geo = Geometry::<T>::new(&data.x, &cl.means, cl.k, d);
+    let lloyd = Factors { hartigan: false };
+    let outs = assign_pass(
+        data,
+        &geo,
+        bounds.drift_sums,
+        cl,
+        labels,
+        bounds.upper,
+        bounds.lower,
+        lloyd,
+        min_weights(&cl.wsum),
+    );
+    for out in &outs {
+        for &(i, to) in &out.moves {
+            labels[i as usize] = to;
+        }
+    }
 }
 
 /// Hartigan's run leaves its Lloyd phase: from now on the size factors apply. The bounds stay valid
@@ -1021,8 +1074,10 @@ fn nearest_with_bounds<T: Real>(
 /// assignment), whichever cluster they leave, and nothing moves when every point sits on its centre.
 /// Hartigan takes, one empty cluster at a time, the point whose removal lowers the SSE most —
 /// w·W_a/(W_a−w)·‖x − c_a‖² against the current means (`cl.means` must be fresh), re-checked exactly
-/// before each move. Such a move never raises the SSE (the point becomes its own centre), so the
-/// run stays monotone, and it never empties another cluster.
+/// before each move. Such a move lowers the SSE (the point becomes its own centre), so the
+/// run stays monotone, and it never empties another cluster. Points already on their centre (gain
+/// 0) are not moved: like scikit-learn when every point sits on its centre, a cluster stays empty
+/// when moving a point into it would not lower the SSE (more clusters than distinct points).
 fn relocate_empty<T: Real>(
     data: &Data<'_, T>,
     cl: &mut Clusters,
@@ -1100,11 +1155,11 @@ fn relocate_empty<T: Real>(
             }
             let i = order[next];
             next += 1;
-            if score[i] < 0.0 {
-                break 'fill; // sorted: no eligible point is left
+            if score[i] <= 0.0 {
+                break 'fill; // sorted: no point whose move lowers the SSE is left
             }
             let a = labels[i] as usize;
-            if hartigan_gain(cl, i, a) < 0.0 {
+            if hartigan_gain(cl, i, a) <= 0.0 {
                 continue; // its cluster gave points away already
             }
             cl.move_point(data, i, a, j);

@@ -116,42 +116,72 @@ pub fn tile_partial_dists<T: Real>(x: &[T], d: usize, centers: &[T], cc: &[T], k
     }
 }
 
+/// Lanes of [`top2`]: two AVX registers of f32 (four of f64), so that the running minima form
+/// independent dependency chains (one chain per register hides the latency of min/select).
+const TOP2_LANES: usize = 16;
+
 /// Smallest value of a row with its first index, and the second smallest value (∞ if k = 1; equal
 /// to the smallest when that occurs twice).
 ///
-/// One branch-free pass keeping the two smallest values per lane, merged at the end (the second
-/// smallest overall is the smallest of the other lanes' minima and the second value of the lane
-/// that holds the minimum), then a scan for the first index of the smallest: the same values as
-/// two minimum passes.
+/// One branch-free pass keeping, per lane, the two smallest values and the chunk where the smallest
+/// was first met (a lane keeps its first occurrence: it only takes strictly smaller values), then a
+/// pairwise merge of the lanes. The same values as two minimum passes and a scan, without the scan.
 #[inline]
 pub fn top2<T: Real>(row: &mut [T]) -> (usize, T, T) {
+    const L: usize = TOP2_LANES;
     let inf = T::infinity();
-    let (mut m1, mut m2) = ([inf; LANES], [inf; LANES]);
-    let push = |m1: &mut T, m2: &mut T, v: T| {
-        let hi = if v < *m1 { *m1 } else { v };
+    let (mut m1, mut m2, mut at) = ([inf; L], [inf; L], [T::zero(); L]);
+    // The chunk index is kept in T (exact below 2^24 chunks for f32, far beyond any k), so that
+    // every select works on lanes of one width and vectorises.
+    let push = |m1: &mut T, m2: &mut T, at: &mut T, v: T, c: T| {
+        let lt = v < *m1;
+        let hi = if lt { *m1 } else { v };
         *m2 = if hi < *m2 { hi } else { *m2 };
-        *m1 = if v < *m1 { v } else { *m1 };
+        *at = if lt { c } else { *at };
+        *m1 = if lt { v } else { *m1 };
     };
-    let chunks = row.chunks_exact(LANES);
+    let chunks = row.chunks_exact(L);
     let rest = chunks.remainder();
-    for c in chunks {
-        for l in 0..LANES {
-            push(&mut m1[l], &mut m2[l], c[l]);
+    let n_chunks = chunks.len();
+    for (c, ch) in chunks.enumerate() {
+        let c = T::of(c as f64);
+        for l in 0..L {
+            push(&mut m1[l], &mut m2[l], &mut at[l], ch[l], c);
         }
     }
+    let c = T::of(n_chunks as f64);
     for (l, &v) in rest.iter().enumerate() {
-        push(&mut m1[l], &mut m2[l], v);
+        push(&mut m1[l], &mut m2[l], &mut at[l], v, c);
     }
-    let p1 = m1.iter().fold(inf, |m, &v| if v < m { v } else { m });
-    let (mut p2, mut taken) = (inf, false);
-    for l in 0..LANES {
-        let here = !taken && m1[l] == p1;
-        taken |= here;
-        let v = if here { m2[l] } else { m1[l] };
-        p2 = if v < p2 { v } else { p2 };
-    }
-    let j1 = row.iter().position(|&v| v == p1).unwrap_or(0);
+    // Lane l's minimum sits at index at_l · L + l. Merge the lanes pairwise (l with l + half),
+    // halving the width each step: a log-depth tree of branch-free lane-wise selects (a serial scan
+    // over the lanes, or short-circuit tests, would branch on the data and mispredict).
+    let mut idx: [T; L] = std::array::from_fn(|l| at[l] * T::of(L as f64) + T::of(l as f64));
+    merge_lanes(&mut m1, &mut m2, &mut idx, 8);
+    merge_lanes(&mut m1, &mut m2, &mut idx, 4);
+    merge_lanes(&mut m1, &mut m2, &mut idx, 2);
+    merge_lanes(&mut m1, &mut m2, &mut idx, 1);
+    let (p1, p2) = (m1[0], m2[0]);
+    // Without any value below ∞ (an empty row, or NaN everywhere) index 0, as a scan would give.
+    let j1 = if p1 < inf { idx[0].as_f64() as usize } else { 0 };
     (j1, p1, p2)
+}
+
+/// One level of [`top2`]'s merge: lane l takes the better of lanes l and l + `half` — the smaller
+/// minimum, the lower index on ties — and as second value the smaller of the winner's second value
+/// and the loser's minimum.
+#[inline(always)]
+fn merge_lanes<T: Real>(m1: &mut [T; TOP2_LANES], m2: &mut [T; TOP2_LANES], idx: &mut [T; TOP2_LANES], half: usize) {
+    for l in 0..half {
+        let (a1, a2, ai) = (m1[l], m2[l], idx[l]);
+        let (b1, b2, bi) = (m1[l + half], m2[l + half], idx[l + half]);
+        let a_wins = (a1 < b1) | ((a1 == b1) & (ai < bi));
+        let w2 = if a_wins { a2 } else { b2 };
+        let lose1 = if a_wins { b1 } else { a1 };
+        m1[l] = if a_wins { a1 } else { b1 };
+        idx[l] = if a_wins { ai } else { bi };
+        m2[l] = if lose1 < w2 { lose1 } else { w2 };
+    }
 }
 
 /// Rounding slack for a squared distance computed by [`tile_sq_dists`]: bounds derived from GEMM
@@ -194,7 +224,7 @@ mod tests {
     #[test]
     fn top2_matches_sorting_with_ties_and_any_length() {
         let mut state = 12345u64;
-        for len in 1..40 {
+        for len in 1..70 {
             for _ in 0..50 {
                 let row: Vec<f64> = (0..len)
                     .map(|_| {

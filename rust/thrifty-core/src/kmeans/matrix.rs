@@ -77,7 +77,7 @@ impl<T: Real> Matrix<'_, T> {
 
     /// ‖x_i − c‖²: exact per coordinate for dense rows; for sparse rows from the row's squared norm
     /// `xx_i`, a sparse dot and the centre's squared norm `cn` (clamped at 0).
-    #[inline]
+    #[inline(always)]
     pub fn dist2(&self, i: usize, d: usize, xx_i: f64, c: &[f64], cn: f64) -> f64 {
         match self {
             Matrix::Dense(x) => sq_dist_f64(&x[i * d..(i + 1) * d], c),

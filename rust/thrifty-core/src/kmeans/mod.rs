@@ -220,7 +220,6 @@ pub fn fit_matrix<T: Real>(
                                                                           // the spread: then ‖x‖² − 2x·c + ‖c‖² would cancel badly. Otherwise the copy costs more than
                                                                           // it buys, and the caller's array is used as is (read-only).
     let centred: Vec<T>;
-    let mut origin = vec![0.0f64; d]; // the data's mean in working coordinates
     let xw: Matrix<'_, T> = match x {
         Matrix::Dense(x) if mean_sq > var_sum => {
             let mut xc = try_filled("a centred copy of X", n * d, T::zero())?;
@@ -238,7 +237,6 @@ pub fn fit_matrix<T: Real>(
             Matrix::Dense(&centred[..])
         }
         _ => {
-            origin = mean.clone();
             mean.iter_mut().for_each(|m| *m = 0.0);
             x
         }
@@ -249,8 +247,7 @@ pub fn fit_matrix<T: Real>(
     let var_sum = if is_centred { xx.iter().sum::<f64>() / n as f64 } else { var_sum };
     let tol = p.tol * var_sum / d as f64;
     let total_wxx: f64 = xx.iter().zip(&w).map(|(a, b)| a * b).sum();
-    let data =
-        Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel, origin: &origin };
+    let data = Data { x: xw, d, xx: &xx, w: &w, w_max: w.iter().fold(0.0, |m: f64, &v| m.max(v)), cancel };
 
     // The runs are reduced as they finish (lowest inertia, lowest run index on ties: the same winner
     // on any thread count), so memory does not grow with n_init.

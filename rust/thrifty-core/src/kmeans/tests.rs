@@ -247,7 +247,7 @@ fn a_raised_cancel_flag_stops_the_fit() {
 /// scikit-learn's Lloyd (`_kmeans_single_lloyd` with `_relocate_empty_clusters_dense`), written out
 /// naively: E-step (nearest centre, lowest index on ties), weighted sums, the m weightless clusters
 /// take the m points farthest from their assigned centre (the sums move, the labels stay), means,
-/// weightless centres at the data mean (scikit-learn's origin); a final E-step unless the labels
+/// weightless centres at the heaviest cluster's mean (`_average_centers`); a final E-step unless the labels
 /// repeated. Returns the inertia after `iters` iterations.
 fn reference_lloyd(x: &[f64], d: usize, w: &[f64], init: &[f64], k: usize, iters: usize) -> f64 {
     let n = w.len();
@@ -306,6 +306,11 @@ fn reference_lloyd(x: &[f64], d: usize, w: &[f64], init: &[f64], k: usize, iters
             for l in 0..d {
                 c[j * d + l] = mean[l] + sums[j * d + l] * scale;
             }
+        }
+        let heaviest = (0..k).fold(0, |b, j| if wts[j] > wts[b] { j } else { b });
+        for j in (0..k).filter(|&j| wts[j] == 0.0) {
+            let m = c[heaviest * d..(heaviest + 1) * d].to_vec();
+            c[j * d..(j + 1) * d].copy_from_slice(&m);
         }
         if labels == labels_old {
             strict = true;
