@@ -7,6 +7,9 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
 
 - :func:`stac_r` wraps the selected ``nn.Linear`` layers of a model for a stored-bytes budget
   (``ratio=8``: one eighth of the dense input bytes); :func:`unwrap` restores plain layers.
+- Linear-like modules are wrapped alike: ``nn.Linear``, transformers' ``Conv1D`` (GPT-2's projections, weight
+  stored ``(in, out)``), and any class given to :func:`register_linear` (how to read its weight, layout, bias
+  and input).
 - :class:`CompressedLinear` is the wrapped layer (custom op ``thrifty::stac_linear``: works with autocast,
   ``torch.compile``, ``torch.utils.checkpoint`` and DDP); ``exact=True`` reproduces the exact gradients.
 - :func:`compression_report` reads per layer stored vs dense bytes, rank, residual, captured energy and the
@@ -22,6 +25,7 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
 Requires ``torch`` (``pip install thrifty[torch]``).
 """
 
+from thrifty.compress._adapters import register_linear
 from thrifty.compress._galore import (
     GaLoreAdamW,
     GaLoreProjector,
@@ -55,6 +59,7 @@ __all__ = [
     "compression_report",
     "galore_turbo",
     "predict",
+    "register_linear",
     "stac_r",
     "unwrap",
 ]
