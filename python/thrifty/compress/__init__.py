@@ -19,6 +19,8 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
   predicted reduction and overhead, and the gradient bridge; ``stac_r(model, plan=report)`` applies it.
 - :func:`compress_saved` compresses what any other op saves for backward (saved-tensor hooks, eager only,
   one copy per storage); :func:`galore_turbo` runs GaLore on the compressed Linears reusing STAC-R's factors.
+- :func:`lean_activations` replaces composite tanh-GELUs (GPT-2's ``gelu_new``: four saved tensors) by one op
+  that saves its input once (exact to float rounding).
 - :class:`SavedBytesMeter` measures what autograd saves (storage-deduplicated); :func:`backends` says which
   kernels were built and run (C++ CPU kernels always, CUDA ones when compiled and a GPU is present).
 
@@ -34,6 +36,7 @@ from thrifty.compress._galore import (
 )
 from thrifty.compress._hooks import SavedCompressor, compress_saved
 from thrifty.compress._kernels import backends
+from thrifty.compress._lean import lean_activations
 from thrifty.compress._linear import CompressedLinear, LayerState
 from thrifty.compress._meter import SavedBytesMeter, StorageRecord
 from thrifty.compress._predict import LayerPrediction, PredictConfig, SSPReport, predict
@@ -58,6 +61,7 @@ __all__ = [
     "compress_saved",
     "compression_report",
     "galore_turbo",
+    "lean_activations",
     "predict",
     "register_linear",
     "stac_r",

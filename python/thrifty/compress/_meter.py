@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensor
 
 __all__ = ["SavedBytesMeter", "StorageRecord"]
 
@@ -61,13 +62,19 @@ class _Saved:
         self.tensor = tensor
 
 
+def has_data(t: torch.Tensor) -> bool:
+    """False for tensors without data: on the meta device, or a ``FakeTensor`` (``FakeTensorMode``: shapes,
+    dtypes and a device such as cpu, so autocast and device-specific kernels apply, but no memory)."""
+    return t.device.type != "meta" and not isinstance(t, FakeTensor)
+
+
 def storage_key(t: torch.Tensor) -> _Key:
-    """Identity of ``t``'s storage: (device type, index, address). Meta tensors have no address (``data_ptr``
-    is 0 for all of them), so there the storage object's identity stands in; it is unique while the storage
-    lives, which is all a walk over live saved tensors needs."""
+    """Identity of ``t``'s storage: (device type, index, address). Tensors without data (meta, fake) have no
+    address (``data_ptr`` is 0 for all of them), so there the storage object's identity stands in; it is
+    unique while the storage lives, which is all a walk over live saved tensors needs."""
     dev = t.device
     storage = t.untyped_storage()
-    ident = int(storage._cdata) if dev.type == "meta" else int(storage.data_ptr())
+    ident = int(storage.data_ptr()) if has_data(t) else int(storage._cdata)
     return (dev.type, -1 if dev.index is None else int(dev.index), ident)
 
 

@@ -40,7 +40,7 @@ from thrifty.compress import _checks, _kernels
 from thrifty.compress._adapters import adapter_for
 from thrifty.compress._codec import LayerCodec, LayerConfig, budget_layout
 from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, CompressedLinear, compute_cap
-from thrifty.compress._meter import storage_key
+from thrifty.compress._meter import has_data, storage_key
 from thrifty.compress._select import select_layers
 
 __all__ = ["LayerPrediction", "PredictConfig", "SSPReport", "predict"]
@@ -427,14 +427,15 @@ def _config(config: Any) -> PredictConfig:
 
 def _check_devices(model: nn.Module, batch: Any) -> None:
     """A meta model is planned with meta batches, a real model with real ones (never a silent mix)."""
-    on_meta = {p.device.type == "meta" for p in [*model.parameters(), *model.buffers()]}
-    if len(on_meta) > 1:
-        raise ValueError("model: some parameters or buffers are on the meta device and some are not")
-    model_dev = "meta" if True in on_meta else next((str(p.device) for p in model.parameters()), "cpu")
+    no_data = {not has_data(p) for p in [*model.parameters(), *model.buffers()]}
+    if len(no_data) > 1:
+        raise ValueError("model: some parameters or buffers are on the meta device (or fake) and some are not")
+    model_dev = "meta" if True in no_data else next((str(p.device) for p in model.parameters()), "cpu")
     for t in _batch_tensors(batch):
-        if (t.device.type == "meta") != (model_dev == "meta"):
+        if has_data(t) == (model_dev == "meta"):
+            where = "meta (or fake)" if not has_data(t) else str(t.device)
             raise ValueError(
-                f"batch: a tensor of shape {tuple(t.shape)} is on {t.device} but the model is on {model_dev}; plan "
+                f"batch: a tensor of shape {tuple(t.shape)} is on {where} but the model is on {model_dev}; plan "
                 "a model built on the meta device with meta batches (torch.empty(..., device='meta')), a real "
                 "model with real ones"
             )
@@ -761,7 +762,7 @@ def _predict(
     fixed = _fixed_terms(model, batch)
     modules = dict(model.named_modules())
     features = {n: _features(m) for n, m in modules.items() if adapter_for(m) is not None}
-    meta = any(p.device.type == "meta" for p in model.parameters())
+    meta = any(not has_data(p) for p in model.parameters())
     with _restoring(model, train=cfg.train):
         dry = _Dry()
         loss = _dry_forward(model, batch, loss_fn, dry, set(candidates), features)
@@ -788,7 +789,7 @@ def _predict(
         saved_bytes=sum(st.nbytes.values()), transient_bytes=max(2 * max(st.nbytes.values(), default=0), largest_linear),
         surface_bytes=surface, saved_by=_saved_by(st), base_flops=sum(6 * n_ * d * m for calls in dry.shapes.values()
                                                                       for n_, d, m in calls),
-        layouts="byte budget (meta-device run: no activations to plan on)" if meta else "planned on the batch",
+        layouts="byte budget (meta/fake run: no activations to plan on)" if meta else "planned on the batch",
         _codecs=codecs, _storage_of={n: tuple(s) for n, s in st.storages_of.items()},
         _storage_bytes=dict(st.nbytes), _kept=frozenset(kept),
     )  # fmt: skip
@@ -948,7 +949,7 @@ def _plan_layers(
         codec = LayerCodec(d_in, None, cfg.ratio, seed=0, layer_index=i, overrides=cap)
         x = st.x_of[n][0]
         try:
-            if x.device.type == "meta":
+            if not has_data(x):
                 codec.config = budget_layout(d_in, cfg.ratio, itemsize=x.element_size(), overrides=cap)
                 codec.u = torch.empty((d_in, codec.config.rank), dtype=torch.float32, device="meta")
             else:
@@ -968,7 +969,7 @@ def _backward_with_bridge(loss: Tensor, dry: _Dry, codecs: Mapping[str, LayerCod
     bridge: dict[str, tuple[float, float, float, int]] = {}  # name -> (rel_error, eps, cos, stored bytes)
     hooks = []
     for n, outs in dry.bridge_in.items():
-        if n not in codecs or outs[0][0].device.type == "meta":
+        if n not in codecs or not has_data(outs[0][0]):
             continue
         for j, (out, x) in enumerate(outs):
             hooks.append(out.register_hook(_bridge_hook(n, j, x, codecs[n], bridge)))  # type: ignore[no-untyped-call]

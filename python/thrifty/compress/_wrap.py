@@ -12,6 +12,7 @@ from torch import nn
 from thrifty.compress import _checks
 from thrifty.compress._adapters import adapter_for
 from thrifty.compress._linear import CompressedLinear
+from thrifty.compress._meter import has_data
 from thrifty.compress._predict import SSPReport
 from thrifty.compress._select import LayerSelector, select_layers
 
@@ -145,7 +146,7 @@ def stac_r(
         wrapped.train(layer.training)
         if name in planned:  # the report's layout and basis, planned on its dry-run batch
             wrapped.codec.config = planned[name].config
-            if planned[name].u.device.type != "meta":  # a meta run's plan: the layout; the basis from batch 1
+            if has_data(planned[name].u):  # a meta run's plan: the layout; the basis from batch 1
                 wrapped.codec.u = planned[name].u.clone()
         _replace(target, layer, wrapped)
     return target
