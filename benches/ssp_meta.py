@@ -33,7 +33,8 @@ import torch
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from thrifty.compress import SavedBytesMeter, SSPReport, lean_activations, predict, stac_r
+from thrifty.compress import SSPReport, lean_activations, predict, stac_r
+from thrifty.compress._meter import step_saved_peak
 
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
@@ -103,16 +104,9 @@ def table(smoke: bool) -> list[dict[str, Any]]:
 
 
 def _measured_peak(model: nn.Module, batch: dict[str, torch.Tensor], dtype: str) -> int:
-    held = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers(), *batch.values()]}
-    torch.manual_seed(0)
+    torch.manual_seed(0)  # the same dropout masks in every run
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
-        with SavedBytesMeter(exclude=lambda t: t.untyped_storage().data_ptr() in held) as meter:
-            loss = model(**batch).loss
-        loss.backward()
-    model.zero_grad(set_to_none=True)
-    del loss
-    gc.collect()
-    return meter.peak_bytes
+        return step_saved_peak(model, batch, lambda out: out.loss)
 
 
 def prefix_check(
@@ -159,12 +153,13 @@ def prefix_check(
             measured = (base - got) / (rep.fixed_bytes + base)
             predicted = rep.predicted_reduction
         real_rep = _predict(model, batch, dtype, ratio)
+        real_pred = 1.0 - real_rep.predicted_peak / p_shipped if lean else real_rep.predicted_reduction
         tag = " + lean_activations" if lean else ""
         print(f"prefix {name}{tag} {depth} blocks, {k * seq} tokens, {dtype}, ratio {ratio:g}: P {rep.peak_bytes / 1e9:.3f} GB "
               f"(fake = real run: {rep.peak_bytes == real_rep.peak_bytes}), SSP {100 * rep.ssp:.2f}%, predicted "
               f"(fake run, budget layouts) {100 * predicted:.2f}%, measured {100 * measured:.2f}% "
               f"(diff {100 * (measured - predicted):+.2f} points); predicted on the real batch "
-              f"(planned layouts) {100 * real_rep.predicted_reduction:.2f}%, mean bridge cos "
+              f"(planned layouts) {100 * real_pred:.2f}%, mean bridge cos "
               f"{_mean_cos(real_rep):.4f}; uncompressed step {t_base:.0f} s", flush=True)  # fmt: skip
         del comp
         gc.collect()
@@ -179,7 +174,7 @@ def lean_full(smoke: bool, k: int = 4) -> None:
         model = make(None)
         batch = _batch(k, seq, model.get_output_embeddings().weight.shape[0])
         shipped = _predict(model, batch, "fp32", 8.0)
-        lean = _predict(lean_activations(model), batch, "fp32", 8.0)
+        lean = _predict(lean_activations(model, inplace=True), batch, "fp32", 8.0)  # no deepcopy of fake tensors
     p = shipped.peak_bytes
     print(f"full gpt2-medium, {k * seq} tokens, fp32, ratio 8: P {p / 1e9:.2f} GB; stac_r alone: SSP "
           f"{100 * shipped.ssp:.2f}%, predicted {100 * shipped.predicted_reduction:.2f}%; lean_activations + stac_r: "
@@ -200,6 +195,7 @@ def main() -> None:
     ap.add_argument("--prefix-depth", type=int, default=2)
     ap.add_argument("--prefix-tokens", type=int, default=4, help="sequences of 1024 tokens in the prefix batch")
     ap.add_argument("--no-table", action="store_true")
+    ap.add_argument("--prefix-ratios", type=float, nargs="+", default=[8.0, 16.0])
     ap.add_argument("--lean", action="store_true", help="point 3: GPT-2-medium with lean_activations (full + prefix)")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -210,7 +206,7 @@ def main() -> None:
     if args.lean:
         lean_full(args.smoke, k)
     if not args.no_prefix:
-        prefix_check("gpt2-medium", args.prefix_depth, k, "fp32", (8.0, 16.0), args.smoke, lean=args.lean)
+        prefix_check("gpt2-medium", args.prefix_depth, k, "fp32", tuple(args.prefix_ratios), args.smoke, lean=args.lean)
 
 
 if __name__ == "__main__":

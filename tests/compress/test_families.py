@@ -7,7 +7,6 @@ the uncompressed loss.
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +15,8 @@ import pytest
 import torch
 from torch import nn
 
-from thrifty.compress import CompressedLinear, SavedBytesMeter, predict, register_linear, stac_r, unwrap
+from thrifty.compress import CompressedLinear, predict, register_linear, stac_r, unwrap
+from thrifty.compress._meter import step_saved_peak
 
 transformers = pytest.importorskip("transformers")
 logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -113,14 +113,7 @@ def _projections(model: nn.Module) -> list[str]:
 
 
 def _meter_peak(model: nn.Module, batch: dict[str, torch.Tensor]) -> int:
-    held = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers(), *batch.values()]}
-    with SavedBytesMeter(exclude=lambda t: t.untyped_storage().data_ptr() in held) as meter:
-        loss = model(**batch).loss
-    loss.backward()
-    model.zero_grad(set_to_none=True)
-    del loss
-    gc.collect()
-    return meter.peak_bytes
+    return step_saved_peak(model, batch, lambda out: out.loss)
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

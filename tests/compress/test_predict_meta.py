@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 
 import pytest
 import torch
 from torch import nn
 
-from thrifty.compress import SavedBytesMeter, predict, stac_r
+from thrifty.compress import predict, stac_r
+from thrifty.compress._meter import step_saved_peak
 
 transformers = pytest.importorskip("transformers")
 logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -39,14 +39,7 @@ def _batch(device: str) -> dict[str, torch.Tensor]:
 
 
 def _meter_peak(model: nn.Module, batch: dict[str, torch.Tensor]) -> int:
-    held = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers(), *batch.values()]}
-    with SavedBytesMeter(exclude=lambda t: t.untyped_storage().data_ptr() in held) as meter:
-        loss = model(**batch).loss
-    loss.backward()
-    model.zero_grad(set_to_none=True)
-    del loss
-    gc.collect()
-    return meter.peak_bytes
+    return step_saved_peak(model, batch, lambda out: out.loss)
 
 
 @pytest.mark.parametrize("make", [_gpt2, _neox], ids=["gpt2", "gpt_neox"])

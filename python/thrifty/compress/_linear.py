@@ -202,9 +202,11 @@ class CompressedLinear(nn.Module):
 
     Parameters
     ----------
-    linear : torch.nn.Linear
-        The layer to wrap. Its ``weight`` and ``bias`` Parameters are held as they are (the same objects),
-        so optimizers, ``state_dict`` keys and weight tying keep working.
+    linear : torch.nn.Linear or a Linear-like module
+        The layer to wrap: an ``nn.Linear``, transformers' ``Conv1D`` (weight ``(in, out)``) or a class given to
+        :func:`~thrifty.compress.register_linear`. Its weight and bias Parameters are held as they are (the same
+        objects, under the module's own attribute names), so optimizers, ``state_dict`` keys and weight tying
+        keep working; :meth:`to_module` hands the original module back.
     ratio : float > 1, default=8
         Target stored-bytes ratio: dense input bytes / stored bytes. The codec spends the budget on rank,
         coefficient precision and residual from the spectrum of the first batch.
@@ -246,6 +248,9 @@ class CompressedLinear(nn.Module):
         training step of the benchmark GPT in small-tensor overhead (17 layers); ε drifts slowly.
     state : LayerState
         What the last step measured.
+    weight_layout : {"out_in", "in_out"}
+        How the wrapped module stores its weight (``"in_out"`` for ``Conv1D``); :meth:`weight_matrix` gives the
+        ``(out_features, in_features)`` view either way.
 
     Notes
     -----

@@ -27,8 +27,9 @@ Example
 
 from __future__ import annotations
 
+import gc
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -287,3 +288,17 @@ class SavedBytesMeter:
             f"SavedBytesMeter(saved_bytes={self.saved_bytes:,}, peak_bytes={self.peak_bytes:,}, "
             f"total_bytes={self.total_bytes:,}, storages={len(self.records)}, packs={self.packs})"
         )
+
+
+def step_saved_peak(model: nn.Module, batch: Mapping[str, torch.Tensor], loss_of: Callable[[Any], torch.Tensor]) -> int:
+    """The saved-for-backward peak of one forward + backward of ``model(**batch)`` (``loss_of(output)`` the
+    loss), parameters, buffers and the batch's own tensors excluded (alive anyway), gradients cleared after.
+    The measure the predictor's ``saved_bytes`` is checked against (tests, benches)."""
+    held = {storage_key(t) for t in [*model.parameters(), *model.buffers(), *batch.values()]}
+    with SavedBytesMeter(exclude=lambda t: storage_key(t) in held) as meter:
+        loss = loss_of(model(**batch))
+    loss.backward()  # type: ignore[no-untyped-call]
+    model.zero_grad(set_to_none=True)
+    del loss
+    gc.collect()
+    return meter.peak_bytes

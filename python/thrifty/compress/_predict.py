@@ -649,7 +649,9 @@ def predict(
     model : torch.nn.Module
         The uncompressed model (no :class:`CompressedLinear` inside). Not modified.
     batch : Tensor, tuple/list (``model(*batch)``) or dict (``model(**batch)``)
-        One training batch, on the model's device.
+        One training batch, on the model's device. A model built on the meta device (or under
+        ``FakeTensorMode``) takes meta (fake) batches: the plan of a model too large for this machine, byte-exact
+        in P, its terms, A_C⁺ and the rows; layouts from the byte budget (``report.layouts``), no bridge.
     loss_fn : callable(output) -> scalar Tensor, optional
         Default: a scalar output itself, ``output.loss``, ``output["loss"]``, the first 0-d tensor of a
         tuple output (``(logits, loss)``), or else ``output.sum()`` (saves nothing, so memory-neutral).
@@ -670,11 +672,13 @@ def predict(
         ``model`` is not an ``nn.Module`` or already holds compressed layers; bad ``optimizer``/``config``
         types; a model output the default loss cannot use.
     ValueError
-        The model has no ``nn.Linear``; the forward fails on ``batch`` (wrong shape, dtype or device: the
-        original error is chained); the loss is not a scalar that requires grad.
+        The model has no Linear-like layer; a meta (or fake) model with a real batch, or the reverse; the
+        forward fails on ``batch`` (wrong shape, dtype or device: the original error is chained); the loss is
+        not a scalar that requires grad.
     RuntimeError
-        Called inside ``torch.inference_mode()`` (the dry run needs autograd). Inside ``torch.no_grad()``
-        the dry run enables gradients itself and warns.
+        Called inside ``torch.inference_mode()`` (the dry run needs autograd); a meta run that saves nothing
+        for backward (never a silent zero). Inside ``torch.no_grad()`` the dry run enables gradients itself
+        and warns.
 
     Examples
     --------

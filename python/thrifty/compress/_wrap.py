@@ -59,10 +59,11 @@ def stac_r(
         with the ratio, layouts and bases it planned on its dry-run batch (no planning at the first step).
         Excludes ``layers`` and the expert overrides; ``ratio``, if given, must equal the report's.
     layers : None, str, iterable of str, or callable(name, module) -> bool, default=None
-        Which layers: None = every ``nn.Linear`` (except the output projection inside
+        Which layers: None = every Linear-like module (``nn.Linear``, transformers' ``Conv1D``, classes given
+        to :func:`~thrifty.compress.register_linear`; except the output projection inside
         ``nn.MultiheadAttention``, whose forward is never called); names or ``fnmatch`` glob patterns
         (``"blocks.*.mlp.*"``) of modules; or a predicate. Every name/pattern must match something and
-        every selected module must be an ``nn.Linear``.
+        every selected module must be Linear-like.
     rank, residual_density, residual_bits, coef_dtype, refresh_every, compute_budget : value or dict, optional
         Expert overrides (see :class:`CompressedLinear`), for all layers or per layer as a dict from module
         names or glob patterns to values (the first matching key wins; layers without a match are planned
@@ -90,7 +91,8 @@ def stac_r(
     Raises
     ------
     TypeError
-        ``model`` is not an ``nn.Module``; wrong argument types; a selected module is not an ``nn.Linear``
+        ``model`` is not an ``nn.Module``, or is itself a bare Linear (wrap it with ``CompressedLinear``);
+        wrong argument types; a selected module is not Linear-like
         (or is already compressed); a selected layer's weight is not float32, bfloat16 or float16.
     ValueError
         A name or pattern matches nothing; ``rank >= in_features``;
