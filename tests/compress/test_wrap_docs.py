@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import thrifty.compress
+from thrifty.compress import _adapters, _lean, _linear, _report, _wrap
 from thrifty.compress import _kernels as K
-from thrifty.compress import _linear, _report, _wrap
 
 pytestmark = pytest.mark.skipif(not K.backends()["cpu"], reason="thrifty._stac_cpu is not built")
 
@@ -36,7 +36,7 @@ def test_readme_compression_example_runs(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_docstring_examples() -> None:
-    for module in (thrifty.compress, _linear, _wrap, _report):
+    for module in (thrifty.compress, _linear, _wrap, _report, _adapters, _lean):
         result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0
-    assert sum(doctest.testmod(m).attempted for m in (_linear, _wrap, _report)) > 0
+    assert all(doctest.testmod(m).attempted > 0 for m in (_linear, _wrap, _report, _adapters, _lean))

@@ -7,6 +7,9 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
 
 - :func:`stac_r` wraps the selected ``nn.Linear`` layers of a model for a stored-bytes budget
   (``ratio=8``: one eighth of the dense input bytes); :func:`unwrap` restores plain layers.
+- Linear-like modules are wrapped alike: ``nn.Linear``, transformers' ``Conv1D`` (GPT-2's projections, weight
+  stored ``(in, out)``), and any class given to :func:`register_linear` (how to read its weight, layout, bias
+  and input).
 - :class:`CompressedLinear` is the wrapped layer (custom op ``thrifty::stac_linear``: works with autocast,
   ``torch.compile``, ``torch.utils.checkpoint`` and DDP); ``exact=True`` reproduces the exact gradients.
 - :func:`compression_report` reads per layer stored vs dense bytes, rank, residual, captured energy and the
@@ -16,6 +19,8 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
   predicted reduction and overhead, and the gradient bridge; ``stac_r(model, plan=report)`` applies it.
 - :func:`compress_saved` compresses what any other op saves for backward (saved-tensor hooks, eager only,
   one copy per storage); :func:`galore_turbo` runs GaLore on the compressed Linears reusing STAC-R's factors.
+- :func:`lean_activations` replaces composite tanh-GELUs (GPT-2's ``gelu_new``: four saved tensors) by one op
+  that saves its input once (exact to float rounding).
 - :class:`SavedBytesMeter` measures what autograd saves (storage-deduplicated); :func:`backends` says which
   kernels were built and run (C++ CPU kernels always, CUDA ones when compiled and a GPU is present).
 
@@ -26,6 +31,7 @@ from thrifty._optional import require
 
 require("torch", "torch", "thrifty.compress")  # an ImportError naming the extra, not a bare "No module named"
 
+from thrifty.compress._adapters import register_linear
 from thrifty.compress._galore import (
     GaLoreAdamW,
     GaLoreProjector,
@@ -34,6 +40,7 @@ from thrifty.compress._galore import (
 )
 from thrifty.compress._hooks import SavedCompressor, compress_saved
 from thrifty.compress._kernels import backends
+from thrifty.compress._lean import lean_activations
 from thrifty.compress._linear import CompressedLinear, LayerState
 from thrifty.compress._meter import SavedBytesMeter, StorageRecord
 from thrifty.compress._predict import LayerPrediction, PredictConfig, SSPReport, predict
@@ -58,7 +65,9 @@ __all__ = [
     "compress_saved",
     "compression_report",
     "galore_turbo",
+    "lean_activations",
     "predict",
+    "register_linear",
     "stac_r",
     "unwrap",
 ]

@@ -12,6 +12,8 @@ import numbers
 import torch
 from torch import Tensor, nn
 
+from thrifty.compress._adapters import LinearAdapter, adapter_for, own_forward_base
+
 COEF_DTYPES = ("fp32", "bf16", "int8")
 _COEF_ALIASES: dict[object, str] = {
     "fp32": "fp32",
@@ -129,25 +131,35 @@ def check_refresh_every(refresh_every: object, where: str) -> int | None:
     return value
 
 
-def check_linear(name: str, module: object) -> nn.Linear:
-    """A module that can be wrapped: an ``nn.Linear`` with floating parameters on one device."""
-    if not isinstance(module, nn.Linear):
+def check_linear(name: str, module: object) -> LinearAdapter:
+    """A module that can be wrapped: Linear-like (``nn.Linear``, transformers' ``Conv1D`` or a class given to
+    :func:`~thrifty.compress.register_linear`) with floating parameters on one device; returns its adapter."""
+    adapter = adapter_for(module)
+    if adapter is None:
+        base = own_forward_base(module)
+        if base is not None:
+            raise ValueError(
+                f"layers: {name!r} is a {type(module).__name__} with its own forward; only torch.nn.Linear "
+                f"(or subclasses that keep its forward) can be compressed ({base.__name__} is registered, "
+                "the subclass is not: register it with thrifty.compress.register_linear if it is Linear-like)"
+            )
         raise TypeError(
-            f"layers: {name!r} is a {type(module).__name__}; only torch.nn.Linear modules can be compressed"
+            f"layers: {name!r} is a {type(module).__name__}; only torch.nn.Linear modules (and Linear-like "
+            "ones: transformers' Conv1D, classes given to thrifty.compress.register_linear) can be compressed"
         )
-    if type(module) is not nn.Linear and type(module).forward is not nn.Linear.forward:
-        raise ValueError(
-            f"layers: {name!r} is a {type(module).__name__} with its own forward; only torch.nn.Linear "
-            "(or subclasses that keep its forward) can be compressed"
-        )
-    weight = module.weight
+    assert isinstance(module, nn.Module)
+    weight = adapter.weight_of(module)
+    if not isinstance(weight, nn.Parameter) or weight.dim() != 2:
+        raise TypeError(f"layers: {name!r} has no 2-D weight Parameter {adapter.weight!r}")
     if weight.dtype not in FLOAT_DTYPES:
         raise TypeError(
             f"layers: {name!r} has weight dtype {dtype_name(weight.dtype)}; "
             "supported are float32, bfloat16 and float16"
         )
-    bias = module.bias
+    bias = adapter.bias_of(module)
     if bias is not None:
+        if not isinstance(bias, nn.Parameter) or bias.dim() != 1:
+            raise TypeError(f"layers: {name!r} has a bias {adapter.bias!r} that is not a 1-D Parameter")
         if bias.dtype != weight.dtype:
             raise TypeError(
                 f"layers: {name!r} has bias dtype {dtype_name(bias.dtype)} but weight dtype {dtype_name(weight.dtype)}"
@@ -159,9 +171,12 @@ def check_linear(name: str, module: object) -> nn.Linear:
             )
     if weight.device.type not in ("cpu", "cuda", "meta"):
         raise ValueError(f"layers: {name!r} is on device {weight.device}; only cpu and cuda are supported")
-    if module.in_features < 1 or module.out_features < 1:
+    d, m = adapter.features(module)
+    if d < 1 or m < 1:
         raise ValueError(f"layers: {name!r} has a zero-size weight {tuple(weight.shape)}")
-    return module
+    if bias is not None and bias.shape[0] != m:
+        raise ValueError(f"layers: {name!r} has a bias of {bias.shape[0]} entries for {m} outputs")
+    return adapter
 
 
 def check_input(x: object, weight: Tensor) -> Tensor:

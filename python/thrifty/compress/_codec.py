@@ -206,9 +206,23 @@ def _check_x(name: str, x: object, d: int | None = None) -> Tensor:
     return x
 
 
+def pow2_scale(x: Tensor) -> float:
+    """``2**-e`` with ``max|x|`` in ``[2**(e-1), 2**e)`` (1.0 for a zero or non-finite ``x``).
+
+    Multiplying by a power of two is exact in floating point, so the Gram matrices, eigenbases and relative
+    errors of ``x · pow2_scale(x)`` are those of ``x`` - without overflowing float32 for a finite but huge
+    batch (``|x|`` near 1e17: ``Σ x²`` over the rows passes float32's 3.4e38).
+    """
+    amax = float(x.detach().abs().max()) if x.numel() else 0.0
+    if amax == 0.0 or not math.isfinite(amax):
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(amax)[1])
+
+
 def _top_basis(x32: Tensor, r: int) -> Tensor:
     """Top-r right singular vectors of x (d, r) float32 via the d×d Gram matrix (float32 eigh: the leading
     subspace is well conditioned; the trailing directions only need to be orthonormal)."""
+    x32 = x32 * pow2_scale(x32)
     vecs: Tensor = torch.linalg.eigh(x32.t() @ x32).eigenvectors
     return vecs[:, -r:].flip(1).contiguous()
 
@@ -339,9 +353,49 @@ def _plan(
             raise ValueError(f"reference_bytes_per_row: must be finite and > 0, got {reference_bytes_per_row}")
     budget = ref / ratio_f
     rows = x[:: max(1, math.ceil(x.shape[0] / _PLAN_ROWS))]
-    x32 = rows.to(torch.float32).contiguous()
-    if not bool(torch.isfinite(x32).all()):
+    if not bool(torch.isfinite(rows).all()):
         raise ValueError("x_sample: contains NaN or infinity")
+    scale = pow2_scale(x)  # exact: the plan of a finite but huge batch is the plan of the batch at unit scale
+    x32 = (rows.to(torch.float32) * scale).contiguous()
+    block = int(ov.get("block", min(_PLAN_BLOCK, d)))
+    refresh_every = int(ov.get("refresh_every", 1))
+    stochastic = bool(ov.get("stochastic", False))
+    coefs = (ov["coef"],) if "coef" in ov else ("int8", "bf16")
+    max_rank = ov.get("max_rank")
+    candidates, capped = _candidates(d, budget, ratio_f, ov)
+    if len(candidates) == 1 and not capped:
+        return candidates[0], None
+    eig = _Eigen(x32)
+    u = eig.basis(max(c.rank for c in candidates))
+    errors = [_relative_error(x32, u, c) for c in candidates]
+    pick = _pick(candidates, errors, d)
+    floor = float(ov.get("fidelity_floor", CAP_FLOOR_COS))
+    if capped and max_rank is not None and floor > 0:
+        # Fidelity floor, judged as the trained layer meets a batch: a basis from other rows (the even rows of
+        # up to _LIFT_ROWS rows of the batch), refreshed once on the batch (the shipped subspace iteration),
+        # the error on the whole batch. The 512 planning rows alone flatter a rank near 512.
+        stride = max(1, math.ceil(x.shape[0] / _LIFT_ROWS))
+        xl = (x[::stride].to(torch.float32) * scale).contiguous()
+        if xl.shape[0] >= 2:
+            plan_stride = max(1, math.ceil(x.shape[0] / _PLAN_ROWS))
+            sim = _Refreshed(xl, eig if plan_stride == 2 * stride else None)
+            e_cap = sim.error(candidates[pick])
+            lifted = _lift_candidates(d, budget, int(max_rank), coefs, block, refresh_every, stochastic, ov)
+            if e_cap > 1.0 - floor**2 and lifted:  # the capped layout predicts a gradient cosine below the floor
+                lift_errors = [sim.error(c) for c in lifted]
+                best = min(lift_errors)
+                if best <= e_cap / _LIFT_GAIN:
+                    # the cheapest layout that predicts LIFT_TARGET_COS (or within 5% of the best error)
+                    target = max(best * 1.05 + 1e-7, _TARGET_EPS2)
+                    ok = [i for i, e in enumerate(lift_errors) if e <= target]
+                    i = min(ok, key=lambda i: (_compute_cost(lifted[i]), lift_errors[i], lifted[i].bytes_per_row(d)))
+                    return lifted[i], eig.basis(max(lifted[i].rank, u.shape[1]))
+    return candidates[pick], u
+
+
+def _candidates(d: int, budget: float, ratio: float, ov: Mapping[str, Any]) -> tuple[list[LayerConfig], bool]:
+    """The layouts a plan scores for width ``d`` and ``budget`` bytes per row (each the largest rank that fits,
+    pins in ``ov`` respected), and whether the compute cap bound one. Raises ValueError when none fits."""
     block = int(ov.get("block", min(_PLAN_BLOCK, d)))
     refresh_every = int(ov.get("refresh_every", 1))
     stochastic = bool(ov.get("stochastic", False))
@@ -382,37 +436,19 @@ def _plan(
     if not candidates:
         minimum = LayerConfig(rank=1, coef="int8").bytes_per_row(d)
         raise ValueError(
-            f"ratio: {ratio_f:g} leaves {budget:.1f} bytes per row for a layer of width {d}; "
+            f"ratio: {ratio:g} leaves {budget:.1f} bytes per row for a layer of width {d}; "
             f"the smallest layout needs {minimum} (use a smaller ratio)"
         )
-    if len(candidates) == 1 and not capped:
-        return candidates[0], None
-    eig = _Eigen(x32)
-    u = eig.basis(max(c.rank for c in candidates))
-    errors = [_relative_error(x32, u, c) for c in candidates]
-    pick = _pick(candidates, errors, d)
-    floor = float(ov.get("fidelity_floor", CAP_FLOOR_COS))
-    if capped and max_rank is not None and floor > 0:
-        # Fidelity floor, judged as the trained layer meets a batch: a basis from other rows (the even rows of
-        # up to _LIFT_ROWS rows of the batch), refreshed once on the batch (the shipped subspace iteration),
-        # the error on the whole batch. The 512 planning rows alone flatter a rank near 512.
-        stride = max(1, math.ceil(x.shape[0] / _LIFT_ROWS))
-        xl = x[::stride].to(torch.float32).contiguous()
-        if xl.shape[0] >= 2:
-            plan_stride = max(1, math.ceil(x.shape[0] / _PLAN_ROWS))
-            sim = _Refreshed(xl, eig if plan_stride == 2 * stride else None)
-            e_cap = sim.error(candidates[pick])
-            lifted = _lift_candidates(d, budget, int(max_rank), coefs, block, refresh_every, stochastic, ov)
-            if e_cap > 1.0 - floor**2 and lifted:  # the capped layout predicts a gradient cosine below the floor
-                lift_errors = [sim.error(c) for c in lifted]
-                best = min(lift_errors)
-                if best <= e_cap / _LIFT_GAIN:
-                    # the cheapest layout that predicts LIFT_TARGET_COS (or within 5% of the best error)
-                    target = max(best * 1.05 + 1e-7, _TARGET_EPS2)
-                    ok = [i for i, e in enumerate(lift_errors) if e <= target]
-                    i = min(ok, key=lambda i: (_compute_cost(lifted[i]), lift_errors[i], lifted[i].bytes_per_row(d)))
-                    return lifted[i], eig.basis(max(lifted[i].rank, u.shape[1]))
-    return candidates[pick], u
+    return candidates, capped
+
+
+def budget_layout(d: int, ratio: float, *, itemsize: int = 4, overrides: Mapping[str, Any] | None = None) -> LayerConfig:
+    """The layout planned from the byte budget alone, without activations (a meta-device dry run): of the
+    candidates :func:`plan_layer` scores, the largest rank (ties: fewer bytes). Its bytes per row are within
+    the budget like any planned layout; only the choice between layouts of equal budget needs data."""
+    ov = _resolve_overrides(overrides)
+    candidates, _capped = _candidates(d, d * itemsize / _check_ratio(ratio), _check_ratio(ratio), ov)
+    return min(candidates, key=lambda c: (-c.rank, c.bytes_per_row(d), c.k))
 
 
 def _pick(candidates: list[LayerConfig], errors: list[float], d: int) -> int:
@@ -492,6 +528,20 @@ class _Eigen:
         if self.vecs is None:
             self.vecs = torch.linalg.eigh(self.x32.t() @ self.x32).eigenvectors
         return self.vecs[:, -r:].flip(1).contiguous()
+
+
+def _refresh(x: Tensor, u: Tensor) -> tuple[Tensor, float, Tensor]:
+    """``_kernels.refresh`` (basis, energy, X·U_new) that also takes a finite batch too large for float32
+    Gram sums: on overflow it refreshes on the batch scaled by a power of two (exact) and scales X·U back."""
+    try:
+        out = _kernels.refresh(x, u, return_projection=True)
+    except ValueError:
+        scale = pow2_scale(x)
+        if scale == 1.0 or not bool(torch.isfinite(x).all()):
+            raise
+        out = _kernels.refresh(x * scale, u, return_projection=True)
+        return out.u, out.energy, out.xu / scale
+    return out.u, out.energy, out.xu
 
 
 def _mix_seed(seed: int, step: int, layer: int) -> int:
@@ -631,10 +681,10 @@ class LayerCodec:
             total = float(torch.linalg.vector_norm(x32, dtype=torch.float64).square())
             self._energy = float(torch.linalg.vector_norm(x32 @ self.u, dtype=torch.float64).square()) / total if total > 0 else 1.0
         elif cfg.refresh_every > 0 and self.step % cfg.refresh_every == 0:
-            out = _kernels.refresh(x, self.u, return_projection=True)
-            self.u = out.u
-            self._energy = out.energy
-            self._proj = (x, out.u, out.xu)
+            u_new, energy, xu = _refresh(x, self.u)
+            self.u = u_new
+            self._energy = energy
+            self._proj = (x, u_new, xu)
         self.step += 1
         return self.u
 

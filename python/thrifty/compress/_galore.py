@@ -504,6 +504,11 @@ class TurboLinear(nn.Module):
         super().__init__()
         if not isinstance(layer, CompressedLinear):
             raise TypeError(f"layer: expected a CompressedLinear, got {type(layer).__name__}")
+        if layer.weight_layout != "out_in" or "weight" not in layer._parameters:
+            raise ValueError(
+                "layer: GaLore-Turbo runs on layers with an nn.Linear weight (out, in) named 'weight'; this one "
+                f"has layout {layer.weight_layout!r} (transformers' Conv1D or a registered Linear-like class)"
+            )
         if refresh not in _REFRESH:
             raise ValueError(f"refresh: must be one of {_REFRESH}, got {refresh!r}")
         if schedule not in _SCHEDULES[1:]:

@@ -58,6 +58,7 @@ from torch import Tensor, nn
 from thrifty.compress._codec import LayerCodec
 from thrifty.compress._kernels import decompress
 from thrifty.compress._linear import CompressedLinear
+from thrifty.compress._meter import storage_key
 
 __all__ = ["SavedCompressor", "compress_saved"]
 
@@ -69,11 +70,6 @@ _FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 _linear_depth = 0
 _active: list[SavedCompressor] = []
 _module_hooks: list[Any] = []
-
-
-def _storage_key(t: Tensor) -> _Key:
-    dev = t.device
-    return (dev.type, -1 if dev.index is None else int(dev.index), int(t.untyped_storage().data_ptr()))
 
 
 def _is_compiling() -> bool:
@@ -305,7 +301,7 @@ class SavedCompressor:
             return self._skip("dtype", t)
         if type(t) is not Tensor or t.layout != torch.strided or t.device.type == "meta":
             return self._skip("layout", t)  # sparse, nested, meta and tensor subclasses stay as they are
-        key = _storage_key(t)
+        key = storage_key(t)
         if key in self._excluded:
             return self._skip("excluded", t)
         storage = t.untyped_storage()
@@ -388,9 +384,9 @@ class SavedCompressor:
             raise RuntimeError("this SavedCompressor is already active")
         keys: set[_Key] = set()
         if self._exclude_module is not None:
-            keys.update(_storage_key(p) for p in self._exclude_module.parameters())
-            keys.update(_storage_key(b) for b in self._exclude_module.buffers())
-        keys.update(_storage_key(t) for t in self._exclude_tensors)
+            keys.update(storage_key(p) for p in self._exclude_module.parameters())
+            keys.update(storage_key(b) for b in self._exclude_module.buffers())
+        keys.update(storage_key(t) for t in self._exclude_tensors)
         self._excluded = keys
         self._site = 0
         _install_module_hooks()

@@ -202,9 +202,11 @@ class CompressedLinear(nn.Module):
 
     Parameters
     ----------
-    linear : torch.nn.Linear
-        The layer to wrap. Its ``weight`` and ``bias`` Parameters are held as they are (the same objects),
-        so optimizers, ``state_dict`` keys and weight tying keep working.
+    linear : torch.nn.Linear or a Linear-like module
+        The layer to wrap: an ``nn.Linear``, transformers' ``Conv1D`` (weight ``(in, out)``) or a class given to
+        :func:`~thrifty.compress.register_linear`. Its weight and bias Parameters are held as they are (the same
+        objects, under the module's own attribute names), so optimizers, ``state_dict`` keys and weight tying
+        keep working; :meth:`to_module` hands the original module back.
     ratio : float > 1, default=8
         Target stored-bytes ratio: dense input bytes / stored bytes. The codec spends the budget on rank,
         coefficient precision and residual from the spectrum of the first batch.
@@ -246,6 +248,9 @@ class CompressedLinear(nn.Module):
         training step of the benchmark GPT in small-tensor overhead (17 layers); ε drifts slowly.
     state : LayerState
         What the last step measured.
+    weight_layout : {"out_in", "in_out"}
+        How the wrapped module stores its weight (``"in_out"`` for ``Conv1D``); :meth:`weight_matrix` gives the
+        ``(out_features, in_features)`` view either way.
 
     Notes
     -----
@@ -275,10 +280,12 @@ class CompressedLinear(nn.Module):
 
     in_features: int
     out_features: int
+    weight: nn.Parameter  # under the wrapped module's own names (``weight``/``bias`` for nn.Linear and Conv1D)
+    bias: nn.Parameter | None
 
     def __init__(
         self,
-        linear: nn.Linear,
+        linear: nn.Module,
         ratio: float = 8.0,
         *,
         rank: int | None = None,
@@ -294,9 +301,9 @@ class CompressedLinear(nn.Module):
         name: str = "linear",
     ) -> None:
         super().__init__()
-        _checks.check_linear(name, linear)
+        adapter = _checks.check_linear(name, linear)
         where = "" if name == "linear" else f" (layer {name!r})"
-        d = linear.in_features
+        d, m = adapter.features(linear)
         overrides: dict[str, Any] = {
             "rank": _checks.check_rank(rank, d, where),
             "residual_density": _checks.check_density(residual_density, where),
@@ -316,9 +323,14 @@ class CompressedLinear(nn.Module):
         if self.exact and overrides:
             raise ValueError(f"exact: cannot be combined with {', '.join(sorted(overrides))}{where}")
         self.in_features = d
-        self.out_features = linear.out_features
-        self.weight = linear.weight
-        self.bias = linear.bias
+        self.out_features = m
+        self.weight_layout = adapter.layout
+        self._adapter = adapter
+        # the wrapped module's own Parameters under its own names: same state_dict keys, weight tying kept
+        self.register_parameter(adapter.weight, adapter.weight_of(linear))
+        if adapter.bias is not None:
+            self.register_parameter(adapter.bias, adapter.bias_of(linear))
+        self.__dict__["_original"] = linear  # not a submodule: unwrap() hands it back with these Parameters
         self.ratio = ratio_value
         self.overrides = overrides
         self.layer_index = layer_index
@@ -326,7 +338,7 @@ class CompressedLinear(nn.Module):
         if self.stochastic and not self.exact:
             codec_overrides["stochastic"] = True
         if not self.exact and "rank" not in overrides:
-            codec_overrides.update(compute_cap(self.compute_budget, linear.out_features))
+            codec_overrides.update(compute_cap(self.compute_budget, m))
         self.codec = LayerCodec(
             d, None, None if self.exact else ratio_value, seed=self.seed, layer_index=layer_index,
             overrides=codec_overrides, exact=self.exact,
@@ -338,7 +350,9 @@ class CompressedLinear(nn.Module):
 
     def extra_repr(self) -> str:
         mode = "exact" if self.exact else f"ratio={self.ratio:g}"
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, {mode}"
+        kind = "" if type(self.__dict__["_original"]) is nn.Linear else f"{type(self.__dict__['_original']).__name__}, "
+        return (f"{kind}in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self._bias() is not None}, {mode}")  # fmt: skip
 
     @property
     def config(self) -> LayerConfig | None:
@@ -346,20 +360,39 @@ class CompressedLinear(nn.Module):
         cfg: LayerConfig | None = self.codec.config
         return cfg
 
-    def to_linear(self) -> nn.Linear:
-        """A plain ``nn.Linear`` holding this layer's parameters (the same Parameter objects)."""
-        lin = nn.Linear(self.in_features, self.out_features, bias=self.bias is not None, device="meta")
-        lin.weight = self.weight
-        lin.bias = self.bias
-        return lin
+    def to_module(self) -> nn.Module:
+        """The wrapped module (an ``nn.Linear``, a ``Conv1D``, ...) holding this layer's Parameter objects."""
+        original: nn.Module = self.__dict__["_original"]
+        original.register_parameter(self._adapter.weight, self._weight())
+        if self._adapter.bias is not None:
+            original.register_parameter(self._adapter.bias, self._bias())
+        original.train(self.training)
+        return original
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``y = x·Wᵀ + b`` for ``x`` (..., in_features); returns (..., out_features)."""
-        _checks.check_input(x, self.weight)
+    def _weight(self) -> nn.Parameter:
+        w: nn.Parameter = self._parameters[self._adapter.weight]  # type: ignore[assignment]
+        return w
+
+    def _bias(self) -> nn.Parameter | None:
+        return None if self._adapter.bias is None else self._parameters[self._adapter.bias]
+
+    def weight_matrix(self) -> Tensor:
+        """The weight as an ``(out_features, in_features)`` tensor (a transposed view for ``in_out`` layouts)."""
+        w = self._weight()
+        return w if self.weight_layout == "out_in" else w.t()
+
+    def forward(self, *args: Any, **kwargs: Any) -> Tensor:
+        """``y = x·Wᵀ + b`` for ``x`` (..., in_features); returns (..., out_features).
+
+        ``x`` is the single positional argument (or what the registered adapter picks, see
+        :func:`~thrifty.compress.register_linear`).
+        """
+        x = self._adapter.input(args, kwargs)
+        weight: Tensor = self.weight_matrix()
+        _checks.check_input(x, weight)
         lead = x.shape[:-1]
         x2d = x.reshape(-1, self.in_features)
-        weight: Tensor = self.weight
-        bias: Tensor | None = self.bias
+        bias: Tensor | None = self._bias()
         dev = x.device.type
         if torch.is_autocast_enabled(dev):
             dt = torch.get_autocast_dtype(dev)
@@ -433,9 +466,10 @@ class CompressedLinear(nn.Module):
                 scales.index_select(0, rows), d=d, block=cfg.block, bits=cfg.bits,
             )  # fmt: skip
             es = xs - xhat
-            total = torch.linalg.vector_norm(xs)
-            captured = torch.linalg.vector_norm(xs @ u) ** 2 / torch.clamp(total**2, min=1e-30)
-            rel = torch.linalg.vector_norm(es) / torch.clamp(total, min=1e-30)
+            # float64 norms: a finite but huge batch (|x| ~ 1e18) would overflow float32 squares
+            total = torch.linalg.vector_norm(xs, dtype=torch.float64)
+            captured = torch.linalg.vector_norm(xs @ u, dtype=torch.float64) ** 2 / torch.clamp(total**2, min=1e-300)
+            rel = torch.linalg.vector_norm(es, dtype=torch.float64) / torch.clamp(total, min=1e-300)
         state = self.state
         step = state.step
         both = torch.cat([xs, es], dim=1).to(torch.float64)

@@ -27,14 +27,16 @@ Example
 
 from __future__ import annotations
 
+import gc
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensor
 
 __all__ = ["SavedBytesMeter", "StorageRecord"]
 
@@ -61,9 +63,40 @@ class _Saved:
         self.tensor = tensor
 
 
-def _storage_key(t: torch.Tensor) -> _Key:
+def has_data(t: torch.Tensor) -> bool:
+    """False for tensors without data: on the meta device, or a ``FakeTensor`` (``FakeTensorMode``: shapes,
+    dtypes and a device such as cpu, so autocast and device-specific kernels apply, but no memory)."""
+    return t.device.type != "meta" and not isinstance(t, FakeTensor)
+
+
+def storage_key(t: torch.Tensor) -> _Key:
+    """Identity of ``t``'s storage: (device type, index, address). Tensors without data (meta, fake) have no
+    address (``data_ptr`` is 0 for all of them), so there the storage object's identity stands in; it is
+    unique while the storage lives, which is all a walk over live saved tensors needs."""
     dev = t.device
-    return (dev.type, -1 if dev.index is None else int(dev.index), int(t.untyped_storage().data_ptr()))
+    storage = t.untyped_storage()
+    ident = int(storage.data_ptr()) if has_data(t) else int(storage._cdata)
+    return (dev.type, -1 if dev.index is None else int(dev.index), ident)
+
+
+# Meters active now, outermost first. Only the innermost pair of saved-tensor hooks runs, so every meter's
+# hooks serve all active meters: a meter entered inside another one leaves the outer one counting.
+_ACTIVE: list[SavedBytesMeter] = []
+
+
+def _pack_all(t: torch.Tensor) -> Any:
+    key = storage_key(t)
+    counting = [m for m in _ACTIVE if not m._excluded(t, key)]
+    if not counting:
+        return t
+    handle = _Saved(t)
+    for meter in counting:
+        meter._track(t, key, handle)
+    return handle
+
+
+def _unpack(obj: Any) -> torch.Tensor:
+    return obj.tensor if isinstance(obj, _Saved) else obj
 
 
 class SavedBytesMeter:
@@ -100,13 +133,14 @@ class SavedBytesMeter:
         One record per distinct live storage saved (in order of first save).
     cuda_peak_bytes : int | None
         ``torch.cuda.max_memory_allocated()`` over the block minus the allocation at entry, when CUDA is
-        available and initialised (else None).
+        available and initialised (else None; also None for a meter nested in another one).
 
     Notes
     -----
     The hooks are the public ``torch.autograd.graph.saved_tensors_hooks``; only the innermost pair of
     hooks applies, so the meter sees nothing inside another ``saved_tensors_hooks`` block (e.g. a
-    non-reentrant checkpoint region stores its own handles). Eager mode only.
+    non-reentrant checkpoint region stores its own handles). Meters nest: one entered inside another counts
+    what is saved in its block, and the outer one keeps counting it too. Eager mode only.
 
     Raises
     ------
@@ -130,14 +164,14 @@ class SavedBytesMeter:
         elif isinstance(exclude, nn.Module):
             self._exclude_module = exclude
         elif isinstance(exclude, torch.Tensor):
-            self._exclude_keys = {_storage_key(exclude)}
+            self._exclude_keys = {storage_key(exclude)}
         elif callable(exclude):
             self._exclude_fn = exclude
         elif isinstance(exclude, Iterable):
             tensors = list(exclude)
             if not all(isinstance(t, torch.Tensor) for t in tensors):
                 raise TypeError("exclude must be a Module, an iterable of Tensors, a callable or None")
-            self._exclude_keys = {_storage_key(t) for t in tensors}
+            self._exclude_keys = {storage_key(t) for t in tensors}
         else:
             raise TypeError(f"exclude must be a Module, an iterable of Tensors, a callable or None, got {type(exclude).__name__}")
         named = [] if modules is None else list(modules)
@@ -167,19 +201,16 @@ class SavedBytesMeter:
             return True
         if self._exclude_module is not None:
             for p in self._exclude_module.parameters():
-                if _storage_key(p) == key:
+                if storage_key(p) == key:
                     return True
             for b in self._exclude_module.buffers():
-                if _storage_key(b) == key:
+                if storage_key(b) == key:
                     return True
         return self._exclude_fn is not None and bool(self._exclude_fn(t))
 
-    def _pack(self, t: torch.Tensor) -> Any:
-        key = _storage_key(t)
-        if self._excluded(t, key):
-            return t
+    def _track(self, t: torch.Tensor, key: _Key, handle: _Saved) -> None:
+        """Count one save of ``t`` (storage ``key``) until ``handle`` dies."""
         self.packs += 1
-        handle = _Saved(t)
         n = self._live.get(key, 0)
         if n == 0:
             nbytes = int(t.untyped_storage().nbytes())
@@ -196,7 +227,6 @@ class SavedBytesMeter:
         self._record_of[key].packs += 1
         self._live[key] = n + 1
         weakref.finalize(handle, self._release, key)
-        return handle
 
     def _release(self, key: _Key) -> None:
         n = self._live[key] - 1
@@ -208,10 +238,6 @@ class SavedBytesMeter:
         else:
             self._live[key] = n
 
-    @staticmethod
-    def _unpack(obj: Any) -> torch.Tensor:
-        return obj.tensor if isinstance(obj, _Saved) else obj
-
     # -- context manager -----------------------------------------------------------------------------
     def __enter__(self) -> SavedBytesMeter:  # noqa: PYI034
         if self._active:
@@ -220,18 +246,21 @@ class SavedBytesMeter:
         for name, mod in self._modules:
             self._handles.append(mod.register_forward_pre_hook(self._make_pre(name)))
             self._handles.append(mod.register_forward_hook(self._make_post(name), always_call=True))
-        if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        nested = bool(_ACTIVE)  # resetting the CUDA peak would corrupt the outer meter's
+        if not nested and torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             self._cuda_base = torch.cuda.memory_allocated()
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(_pack_all, _unpack)
         self._hooks.__enter__()
+        _ACTIVE.append(self)
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         assert self._hooks is not None
+        _ACTIVE.remove(self)
         self._hooks.__exit__(exc_type, exc, tb)
         self._hooks = None
         for h in self._handles:
@@ -261,3 +290,17 @@ class SavedBytesMeter:
             f"SavedBytesMeter(saved_bytes={self.saved_bytes:,}, peak_bytes={self.peak_bytes:,}, "
             f"total_bytes={self.total_bytes:,}, storages={len(self.records)}, packs={self.packs})"
         )
+
+
+def step_saved_peak(model: nn.Module, batch: Mapping[str, torch.Tensor], loss_of: Callable[[Any], torch.Tensor]) -> int:
+    """The saved-for-backward peak of one forward + backward of ``model(**batch)`` (``loss_of(output)`` the
+    loss), parameters, buffers and the batch's own tensors excluded (alive anyway), gradients cleared after.
+    The measure the predictor's ``saved_bytes`` is checked against (tests, benches)."""
+    held = {storage_key(t) for t in [*model.parameters(), *model.buffers(), *batch.values()]}
+    with SavedBytesMeter(exclude=lambda t: storage_key(t) in held) as meter:
+        loss = loss_of(model(**batch))
+    loss.backward()  # type: ignore[no-untyped-call]
+    model.zero_grad(set_to_none=True)
+    del loss
+    gc.collect()
+    return meter.peak_bytes

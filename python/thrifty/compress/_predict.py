@@ -29,6 +29,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -36,8 +37,11 @@ import torch
 from torch import Tensor, nn
 
 from thrifty.compress import _checks, _kernels
-from thrifty.compress._codec import LayerCodec, LayerConfig
+from thrifty.compress._adapters import adapter_for
+from thrifty.compress._codec import LayerCodec, LayerConfig, budget_layout
 from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, CompressedLinear, compute_cap
+from thrifty.compress._meter import has_data, storage_key
+from thrifty.compress._select import select_layers
 
 __all__ = ["LayerPrediction", "PredictConfig", "SSPReport", "predict"]
 
@@ -168,6 +172,10 @@ class SSPReport:
         Saved bytes by the kind of the storage's first consumer (``"Linear input"`` or the node name).
     base_flops : int
         Forward+backward FLOPs of the model's Linears on the batch (``6·n·d·m`` each).
+    layouts : str
+        Where the layer layouts come from: ``"planned on the batch"`` (the codec STAC-R uses, on the batch's
+        activations), or the byte budget alone for a meta-device run (no activations: the bytes of every
+        layout are exact, the choice among layouts of one budget and the gradient bridge need real data).
 
     Properties: ``peak_bytes`` (P), ``ssp`` (A_C⁺/P), ``fixed_bytes`` (P without the saved bytes),
     ``predicted_saving`` (bytes), ``predicted_peak``, ``predicted_reduction`` (fraction of P),
@@ -188,6 +196,7 @@ class SSPReport:
     surface_bytes: int
     saved_by: dict[str, int]
     base_flops: int
+    layouts: str = "planned on the batch"
     _codecs: dict[str, LayerCodec] = field(default_factory=dict, repr=False, compare=False)
     _storage_of: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
     _storage_bytes: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
@@ -303,6 +312,7 @@ class SSPReport:
                 f"step-time overhead ~{100 * self.predicted_overhead:+.1f}% of the Linears' FLOPs"
             ),
         ]
+        lines.append(f"  layouts: {self.layouts}")
         bridged = [r for r in self.layers if not math.isnan(r.cos)]
         if bridged:
             held = all(r.cos >= r.cos_bound - 1e-6 for r in bridged)
@@ -381,9 +391,10 @@ class SSPReport:
 # helpers
 
 
-def _key(t: Tensor) -> _Key:
-    dev = t.device
-    return (dev.type, -1 if dev.index is None else int(dev.index), int(t.untyped_storage().data_ptr()))
+def _features(module: nn.Module) -> tuple[int, int]:
+    adapter = adapter_for(module)
+    assert adapter is not None
+    return adapter.features(module)
 
 
 def _config(config: Any) -> PredictConfig:
@@ -412,6 +423,22 @@ def _config(config: Any) -> PredictConfig:
     _checks.check_bool("config.train", cfg.train)
     budget = _checks.check_compute_budget(cfg.compute_budget, " (config.compute_budget)")
     return replace(cfg, compute_budget=DEFAULT_COMPUTE_BUDGET if budget is None else budget)
+
+
+def _check_devices(model: nn.Module, batch: Any) -> None:
+    """A meta model is planned with meta batches, a real model with real ones (never a silent mix)."""
+    no_data = {not has_data(p) for p in [*model.parameters(), *model.buffers()]}
+    if len(no_data) > 1:
+        raise ValueError("model: some parameters or buffers are on the meta device (or fake) and some are not")
+    model_dev = "meta" if True in no_data else next((str(p.device) for p in model.parameters()), "cpu")
+    for t in _batch_tensors(batch):
+        if has_data(t) == (model_dev == "meta"):
+            where = "meta (or fake)" if not has_data(t) else str(t.device)
+            raise ValueError(
+                f"batch: a tensor of shape {tuple(t.shape)} is on {where} but the model is on {model_dev}; plan "
+                "a model built on the meta device with meta batches (torch.empty(..., device='meta')), a real "
+                "model with real ones"
+            )
 
 
 def _optimizer_state(model: nn.Module, optimizer: Any) -> tuple[int, str]:
@@ -550,13 +577,26 @@ def _walk(loss: Tensor, skip: set[_Key], skipped: list[tuple[Any, str]] | None =
                 pass
         for a, v in values:
             for t in v if isinstance(v, (tuple, list)) else (v,):
-                if isinstance(t, Tensor) and t.untyped_storage().nbytes() > 0:
-                    if _key(t) not in skip:
+                if isinstance(t, Tensor) and t.untyped_storage().nbytes() > 0 and not _is_wrapped_number(t):
+                    if storage_key(t) not in skip:
                         out.append((node, a, t))
                     elif skipped is not None:
                         skipped.append((node, a))
         stack.extend(f for f, _ in node.next_functions)
     return out
+
+
+_PROBE = {False: torch.int8, True: torch.float16}
+
+
+def _is_wrapped_number(t: Tensor) -> bool:
+    """A Python scalar autograd wrapped into a 0-d CPU tensor (``x * 0.5`` saves one): never passed to the
+    saved-tensor hooks, so not counted by the meter either. Wrapped numbers lose type promotion even against
+    a 0-d tensor of a narrower type, which is how they are told apart."""
+    if t.dim() != 0 or t.device.type != "cpu" or t.dtype not in (torch.float64, torch.int64):
+        return False
+    probe = _PROBE[t.dtype.is_floating_point]
+    return torch.result_type(torch.zeros((), dtype=probe), t) == probe
 
 
 def _candidate_costs(d: int, n: int, ratio: float, itemsize: int) -> int | None:
@@ -609,7 +649,9 @@ def predict(
     model : torch.nn.Module
         The uncompressed model (no :class:`CompressedLinear` inside). Not modified.
     batch : Tensor, tuple/list (``model(*batch)``) or dict (``model(**batch)``)
-        One training batch, on the model's device.
+        One training batch, on the model's device. A model built on the meta device (or under
+        ``FakeTensorMode``) takes meta (fake) batches: the plan of a model too large for this machine, byte-exact
+        in P, its terms, A_C⁺ and the rows; layouts from the byte budget (``report.layouts``), no bridge.
     loss_fn : callable(output) -> scalar Tensor, optional
         Default: a scalar output itself, ``output.loss``, ``output["loss"]``, the first 0-d tensor of a
         tuple output (``(logits, loss)``), or else ``output.sum()`` (saves nothing, so memory-neutral).
@@ -630,11 +672,13 @@ def predict(
         ``model`` is not an ``nn.Module`` or already holds compressed layers; bad ``optimizer``/``config``
         types; a model output the default loss cannot use.
     ValueError
-        The model has no ``nn.Linear``; the forward fails on ``batch`` (wrong shape, dtype or device: the
-        original error is chained); the loss is not a scalar that requires grad.
+        The model has no Linear-like layer; a meta (or fake) model with a real batch, or the reverse; the
+        forward fails on ``batch`` (wrong shape, dtype or device: the original error is chained); the loss is
+        not a scalar that requires grad.
     RuntimeError
-        Called inside ``torch.inference_mode()`` (the dry run needs autograd). Inside ``torch.no_grad()``
-        the dry run enables gradients itself and warns.
+        Called inside ``torch.inference_mode()`` (the dry run needs autograd); a meta run that saves nothing
+        for backward (never a silent zero). Inside ``torch.no_grad()`` the dry run enables gradients itself
+        and warns.
 
     Examples
     --------
@@ -659,14 +703,13 @@ def predict(
                 f"model: layer {name or '(model)'!r} is already a CompressedLinear; predict on the uncompressed "
                 "model (thrifty.compress.unwrap)"
             )
-    if not any(isinstance(m, nn.Linear) for m in model.modules()):
+    if not any(adapter_for(m) is not None for m in model.modules()):
         raise ValueError("model: has no torch.nn.Linear layer; STAC-R compresses the inputs of Linear layers only")
     if torch.is_inference_mode_enabled():
         raise RuntimeError("predict: called inside torch.inference_mode(); the dry run needs autograd (call it outside)")
     cfg = _config(config)
-    from thrifty.compress._wrap import _select
-
-    candidates = _select(model, cfg.layers)
+    _check_devices(model, batch)
+    candidates = select_layers(model, cfg.layers)
     opt_bytes, opt_kind = _optimizer_state(model, optimizer)
     if not torch.is_grad_enabled():
         warnings.warn(
@@ -678,6 +721,37 @@ def predict(
         return _predict(model, batch, loss_fn, cfg, candidates, opt_bytes, opt_kind)
 
 
+@dataclass
+class _Fixed:
+    """The peak's fixed terms and the storages the walk leaves out (parameters, buffers, the batch)."""
+
+    param_bytes: int
+    batch_bytes: int
+    grad_bytes: int
+    skip: set[_Key]
+
+
+@dataclass
+class _Dry:
+    """What the forward hooks of the dry run record per Linear-like layer."""
+
+    node_of: dict[int, str] = field(default_factory=dict)  # id(Addmm/Mm node) -> layer name
+    shapes: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)  # name -> [(n, d, m)] per call
+    bridge_in: dict[str, list[tuple[Tensor, Tensor]]] = field(default_factory=dict)  # name -> [(out, x)] per call
+
+
+@dataclass
+class _Storages:
+    """The saved tensors grouped by storage: bytes, the Linear inputs and the other saves of each."""
+
+    nbytes: dict[int, int] = field(default_factory=dict)
+    consumers: dict[int, list[str]] = field(default_factory=dict)  # storage -> layers saving it as their input
+    others: dict[int, list[str]] = field(default_factory=dict)  # storage -> other saves ("Node.attribute")
+    first_kind: dict[int, str] = field(default_factory=dict)
+    x_of: dict[str, list[Tensor]] = field(default_factory=dict)  # layer -> its saved input(s)
+    storages_of: dict[str, list[int]] = field(default_factory=dict)  # layer -> storages of its input
+
+
 def _predict(
     model: nn.Module,
     batch: Any,
@@ -687,245 +761,280 @@ def _predict(
     opt_bytes: int,
     opt_kind: str,
 ) -> SSPReport:
+    """The predictor's steps: fixed terms, dry forward, storages, surface, plans, backward with the bridge,
+    net savings and the per-layer rows."""
+    fixed = _fixed_terms(model, batch)
+    modules = dict(model.named_modules())
+    features = {n: _features(m) for n, m in modules.items() if adapter_for(m) is not None}
+    meta = any(not has_data(p) for p in model.parameters())
+    with _restoring(model, train=cfg.train):
+        dry = _Dry()
+        loss = _dry_forward(model, batch, loss_fn, dry, set(candidates), features)
+        skipped: list[tuple[Any, str]] = []
+        st = _group_storages(_walk(loss, fixed.skip, skipped), dry.node_of)
+        if meta and not st.nbytes:
+            raise RuntimeError("predict: the meta-device dry run saved nothing for backward; there is nothing to plan")
+        on_batch = {dry.node_of[id(node)] for node, attr in skipped
+                    if (type(node).__name__, attr) in _LINEAR_INPUT and id(node) in dry.node_of}  # fmt: skip
+        verdict, kept, surface = _surface(st, set(candidates))
+        _refuse_certain_losses(st, verdict, cfg, dry.shapes, features)
+        codecs = _plan_layers(st, verdict, cfg, candidates, features)
+        bridge = _backward_with_bridge(loss, dry, codecs)
+        del loss
+    cost_of = {n: (sum(c[0] for c in dry.shapes.get(n, [])) * codec.config.bytes_per_row(codec.d), codec.state_bytes)
+               for n, codec in codecs.items() if codec.config is not None}  # fmt: skip
+    _net_verdicts(st, verdict, cost_of)
+    rows = [_row(n, features[n], st, verdict, dry.shapes.get(n, []), on_batch, codecs.get(n), cost_of, bridge)
+            for n in candidates]  # fmt: skip
+    largest_linear = max(((n_ * m + n_ * d) * 4 for calls in dry.shapes.values() for n_, d, m in calls), default=0)
+    return SSPReport(
+        layers=tuple(rows), config=cfg, optimizer=opt_kind, param_bytes=fixed.param_bytes,
+        batch_bytes=fixed.batch_bytes, grad_bytes=fixed.grad_bytes, optimizer_bytes=opt_bytes,
+        saved_bytes=sum(st.nbytes.values()), transient_bytes=max(2 * max(st.nbytes.values(), default=0), largest_linear),
+        surface_bytes=surface, saved_by=_saved_by(st), base_flops=sum(6 * n_ * d * m for calls in dry.shapes.values()
+                                                                      for n_, d, m in calls),
+        layouts="byte budget (meta/fake run: no activations to plan on)" if meta else "planned on the batch",
+        _codecs=codecs, _storage_of={n: tuple(s) for n, s in st.storages_of.items()},
+        _storage_bytes=dict(st.nbytes), _kept=frozenset(kept),
+    )  # fmt: skip
+
+
+def _fixed_terms(model: nn.Module, batch: Any) -> _Fixed:
+    params = list(model.parameters())
+    tensors = [*params, *model.buffers()]
+    skip = {storage_key(t) for t in tensors if t.untyped_storage().nbytes() > 0}
+    param_bytes = sum({storage_key(t): t.untyped_storage().nbytes() for t in tensors}.values())
+    # the batch stays alive in the caller: part of the peak, never freed by compressing what saves it
+    batch_keys = {storage_key(t): t.untyped_storage().nbytes() for t in _batch_tensors(batch)}
+    batch_bytes = sum(n for k, n in batch_keys.items() if k not in skip)
+    grad_bytes = sum({storage_key(p): p.untyped_storage().nbytes() for p in params if p.requires_grad}.values())
+    return _Fixed(param_bytes, batch_bytes, grad_bytes, skip | set(batch_keys))
+
+
+@contextmanager
+def _restoring(model: nn.Module, *, train: bool) -> Iterator[None]:
+    """Run the dry run in train mode (if asked) and restore what it touches: ``.grad``, buffers, modes, RNG."""
     params = list(model.parameters())
     buffers = list(model.buffers())
-    skip = {_key(t) for t in [*params, *buffers] if t.untyped_storage().nbytes() > 0}
-    param_bytes = sum({_key(t): t.untyped_storage().nbytes() for t in [*params, *buffers]}.values())
-    # the batch stays alive in the caller: part of the peak, never freed by compressing what saves it
-    batch_keys = {_key(t): t.untyped_storage().nbytes() for t in _batch_tensors(batch)}
-    batch_bytes = sum(n for k, n in batch_keys.items() if k not in skip)
-    skip |= set(batch_keys)
-    grad_bytes = sum({_key(p): p.untyped_storage().nbytes() for p in params if p.requires_grad}.values())
-    modules = dict(model.named_modules())
-    linear_names = [n for n, m in modules.items() if isinstance(m, nn.Linear)]
-
-    # -- snapshot what the dry run touches ----------------------------------------------------------
     grads = [p.grad for p in params]
-    modes = {n: m.training for n, m in modules.items()}
+    modes = {m: m.training for m in model.modules()}
     saved_buffers = [b.detach().clone() for b in buffers]
     cpu_rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]
-
-    node_of: dict[int, str] = {}  # id(Addmm/Mm node) -> Linear name
-    shapes: dict[str, list[tuple[int, int, int]]] = {}  # name -> [(n, d, m)] per call
-    grad_hooks: list[Any] = []
-    bridge_in: dict[str, list[tuple[Tensor, Tensor]]] = {}  # name -> [(out, x2d)] per call, for the bridge
-
-    def fwd_hook(name: str) -> Callable[..., None]:
-        def hook(module: nn.Module, args: tuple[Any, ...], out: Any) -> None:
-            node = _linear_node(out)
-            if node is not None:
-                node_of[id(node)] = name
-            if isinstance(out, Tensor) and args and isinstance(args[0], Tensor):
-                x = args[0]
-                shapes.setdefault(name, []).append((x.numel() // max(1, x.shape[-1]), x.shape[-1], out.shape[-1]))
-                if out.requires_grad and name in candidates:
-                    bridge_in.setdefault(name, []).append((out, x))
-
-        return hook
-
-    handles = [modules[n].register_forward_hook(fwd_hook(n)) for n in linear_names]
-    codecs: dict[str, LayerCodec] = {}
     try:
-        if cfg.train:
+        if train:
             model.train()
         for p in params:
             p.grad = None
-        try:
-            output = _call(model, batch)
-        except (RuntimeError, ValueError, TypeError, IndexError) as e:
-            raise ValueError(f"batch: the model's forward failed on it ({type(e).__name__}: {e})") from e
-        finally:
-            for h in handles:
-                h.remove()
-        loss = _loss_of(output, loss_fn)
-        del output
-        skipped: list[tuple[Any, str]] = []
-        saved = _walk(loss, skip, skipped)
-        on_batch = {node_of[id(node)] for node, attr in skipped
-                    if (type(node).__name__, attr) in _LINEAR_INPUT and id(node) in node_of}  # fmt: skip
-
-        # -- group the saves by storage --------------------------------------------------------------
-        sid_of: dict[_Key, int] = {}
-        nbytes: dict[int, int] = {}
-        consumers: dict[int, list[str]] = {}  # storage -> Linear names saving it as their input
-        others: dict[int, list[str]] = {}  # storage -> other saves
-        first_kind: dict[int, str] = {}
-        x_of: dict[str, list[Tensor]] = {}
-        for node, attr, t in saved:
-            k = _key(t)
-            sid = sid_of.setdefault(k, len(sid_of))
-            nbytes[sid] = int(t.untyped_storage().nbytes())
-            lin = node_of.get(id(node)) if (type(node).__name__, attr) in _LINEAR_INPUT else None
-            if lin is not None:
-                if lin not in consumers.setdefault(sid, []):
-                    consumers[sid].append(lin)
-                    x_of.setdefault(lin, []).append(t.detach())
-                first_kind.setdefault(sid, "Linear input")
-            else:
-                label = f"{type(node).__name__}.{attr.removeprefix('_saved_')}"
-                if label not in others.setdefault(sid, []):
-                    others[sid].append(label)
-                first_kind.setdefault(sid, type(node).__name__)
-        del saved
-        saved_bytes = sum(nbytes.values())
-        saved_by: dict[str, int] = {}
-        for sid, kind in first_kind.items():
-            saved_by[kind] = saved_by.get(kind, 0) + nbytes[sid]
-        largest_linear = max(
-            ((nn_ * m + nn_ * d) * 4 for calls in shapes.values() for nn_, d, m in calls), default=0
-        )
-        transient = max(2 * max(nbytes.values(), default=0), largest_linear)
-        base_flops = sum(6 * nn_ * d * m for calls in shapes.values() for nn_, d, m in calls)
-
-        # -- which storages can go, and at what cost ------------------------------------------------
-        cand = set(candidates)
-        storages_of: dict[str, list[int]] = {}
-        for sid, names in consumers.items():
-            for n in names:
-                storages_of.setdefault(n, []).append(sid)
-        surface = 0
-        verdict: dict[int, tuple[bool, str]] = {}
-        kept: set[int] = set()
-        for sid, names in consumers.items():
-            blockers = [n for n in names if n not in cand]
-            co = others.get(sid, [])
-            if co or blockers:
-                kept.add(sid)
-                who = ", ".join(co + [f"Linear {b!r} (not selected)" for b in blockers])
-                verdict[sid] = (False, f"kept alive by {who}: wrapping adds a compressed copy and frees nothing")
-            else:
-                surface += nbytes[sid]
-
-        for sid, names in consumers.items():
-            if sid in verdict:
-                continue
-            if cfg.plan_all is not True:  # certain net loss whatever the layout: do not pay for planning
-                lows = []
-                for n in names:
-                    calls = [shp for shp in shapes.get(n, [])]
-                    rows = sum(c[0] for c in calls)
-                    d = int(modules[n].in_features)
-                    item = x_of[n][0].element_size()
-                    lows.append(_candidate_costs(d, rows, cfg.ratio, item))
-                if all(lo is not None for lo in lows) and nbytes[sid] - sum(lo for lo in lows if lo is not None) <= 0:
-                    verdict[sid] = (False, _loss_reason(nbytes[sid], sum(lo for lo in lows if lo is not None), len(names), lower=True))
-                    continue
-            verdict[sid] = (True, "")
-
-        # -- plan: the codec stac_r would build, on this very batch -------------------------------------
-        for i, n in enumerate(candidates):
-            if n not in x_of:
-                continue
-            forced = cfg.plan_all is True or (not isinstance(cfg.plan_all, bool) and n in cfg.plan_all)
-            planable = forced or all(verdict[s][0] for s in storages_of[n])
-            if not planable:
-                continue
-            lin = modules[n]
-            assert isinstance(lin, nn.Linear)
-            # the compute cap CompressedLinear applies with the same compute_budget (same plan, same bytes)
-            cap = compute_cap(cfg.compute_budget, lin.out_features)
-            codec = LayerCodec(lin.in_features, None, cfg.ratio, seed=0, layer_index=i, overrides=cap)
-            try:
-                x2d = x_of[n][0].reshape(-1, lin.in_features)
-                with torch.no_grad():
-                    codec.basis_for(x2d)
-            except ValueError as e:
-                for s in storages_of[n]:
-                    verdict[s] = (False, f"cannot be planned: {e}")
-                continue
-            codecs[n] = codec
-
-        # -- gradient bridge hooks: run while backward computes each layer's output gradient --------------
-        bridge: dict[str, tuple[float, float, float, int]] = {}  # name -> (rel_error, eps, cos, stored bytes)
-        for n, outs in bridge_in.items():
-            if n not in codecs:
-                continue
-            for j, (out, x) in enumerate(outs):
-                grad_hooks.append(out.register_hook(_bridge_hook(n, j, x, codecs[n], bridge)))  # type: ignore[no-untyped-call]
-        bridge_in.clear()
-        del x_of
-        loss.backward()  # type: ignore[no-untyped-call]
-        del loss
+        yield
     finally:
-        for h in grad_hooks:
-            h.remove()
         for p, g in zip(params, grads):
             p.grad = g
         with torch.no_grad():
             for b, v in zip(buffers, saved_buffers):
                 b.copy_(v)
-        for n, m in modules.items():
-            m.training = modes[n]
+        for m, mode in modes.items():
+            m.training = mode
         torch.set_rng_state(cpu_rng)
         if cuda_rng is not None:
             torch.cuda.set_rng_state_all(cuda_rng)
 
-    # -- storage net savings, then the per-layer rows ------------------------------------------------------
-    cost_of: dict[str, tuple[int, int]] = {}
-    for n, codec in codecs.items():
-        c = codec.config
-        assert c is not None
-        rows = sum(shp[0] for shp in shapes.get(n, []))
-        d = codec.d
-        stored = rows * c.bytes_per_row(d)
-        cost_of[n] = (stored, codec.state_bytes)
-    for sid, names in consumers.items():
-        ok, _ = verdict[sid]
-        if not ok:
+
+def _dry_forward(
+    model: nn.Module, batch: Any, loss_fn: Callable[[Any], Tensor] | None, dry: _Dry, candidates: set[str],
+    features: Mapping[str, tuple[int, int]],
+) -> Tensor:  # fmt: skip
+    """The forward and the loss, with hooks recording each Linear-like layer's node, shapes and output."""
+
+    def fwd_hook(name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: tuple[Any, ...], out: Any) -> None:
+            node = _linear_node(out)
+            if node is not None:
+                dry.node_of[id(node)] = name
+            if isinstance(out, Tensor) and args and isinstance(args[0], Tensor):
+                x = args[0]
+                dry.shapes.setdefault(name, []).append((x.numel() // max(1, x.shape[-1]), x.shape[-1], out.shape[-1]))
+                if out.requires_grad and name in candidates:
+                    dry.bridge_in.setdefault(name, []).append((out, x))
+
+        return hook
+
+    modules = dict(model.named_modules())
+    handles = [modules[n].register_forward_hook(fwd_hook(n)) for n in features]
+    try:
+        output = _call(model, batch)
+    except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
+        raise ValueError(f"batch: the model's forward failed on it ({type(e).__name__}: {e})") from e
+    finally:
+        for h in handles:
+            h.remove()
+    return _loss_of(output, loss_fn)
+
+
+def _group_storages(saved: list[tuple[Any, str, Tensor]], node_of: Mapping[int, str]) -> _Storages:
+    """Group the saves by storage (views and repeated saves count once)."""
+    st = _Storages()
+    sid_of: dict[_Key, int] = {}
+    for node, attr, t in saved:
+        sid = sid_of.setdefault(storage_key(t), len(sid_of))
+        st.nbytes[sid] = int(t.untyped_storage().nbytes())
+        lin = node_of.get(id(node)) if (type(node).__name__, attr) in _LINEAR_INPUT else None
+        if lin is not None:
+            if lin not in st.consumers.setdefault(sid, []):
+                st.consumers[sid].append(lin)
+                st.x_of.setdefault(lin, []).append(t.detach())
+                st.storages_of.setdefault(lin, []).append(sid)
+            st.first_kind.setdefault(sid, "Linear input")
+        else:
+            label = f"{type(node).__name__}.{attr.removeprefix('_saved_')}"
+            if label not in st.others.setdefault(sid, []):
+                st.others[sid].append(label)
+            st.first_kind.setdefault(sid, type(node).__name__)
+    return st
+
+
+def _saved_by(st: _Storages) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for sid, kind in st.first_kind.items():
+        out[kind] = out.get(kind, 0) + st.nbytes[sid]
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _surface(st: _Storages, cand: set[str]) -> tuple[dict[int, tuple[bool, str]], set[int], int]:
+    """A_C⁺ (storages whose every save is a candidate's input), and the storages another op keeps alive."""
+    surface = 0
+    verdict: dict[int, tuple[bool, str]] = {}
+    kept: set[int] = set()
+    for sid, names in st.consumers.items():
+        blockers = [n for n in names if n not in cand]
+        co = st.others.get(sid, [])
+        if co or blockers:
+            kept.add(sid)
+            who = ", ".join(co + [f"Linear {b!r} (not selected)" for b in blockers])
+            verdict[sid] = (False, f"kept alive by {who}: wrapping adds a compressed copy and frees nothing")
+        else:
+            surface += st.nbytes[sid]
+    return verdict, kept, surface
+
+
+def _refuse_certain_losses(
+    st: _Storages, verdict: dict[int, tuple[bool, str]], cfg: PredictConfig,
+    shapes: Mapping[str, list[tuple[int, int, int]]], features: Mapping[str, tuple[int, int]],
+) -> None:  # fmt: skip
+    """Storages that lose memory whatever the layout are refused before paying for planning them."""
+    for sid, names in st.consumers.items():
+        if sid in verdict:
             continue
-        if not all(n in cost_of for n in names):
-            continue  # a planning failure already refused it
+        if cfg.plan_all is not True:
+            lows = [_candidate_costs(features[n][0], sum(c[0] for c in shapes.get(n, [])), cfg.ratio,
+                                     st.x_of[n][0].element_size()) for n in names]  # fmt: skip
+            known = [lo for lo in lows if lo is not None]
+            if len(known) == len(lows) and st.nbytes[sid] - sum(known) <= 0:
+                verdict[sid] = (False, _loss_reason(st.nbytes[sid], sum(known), len(names), lower=True))
+                continue
+        verdict[sid] = (True, "")
+
+
+def _plan_layers(
+    st: _Storages, verdict: dict[int, tuple[bool, str]], cfg: PredictConfig, candidates: list[str],
+    features: Mapping[str, tuple[int, int]],
+) -> dict[str, LayerCodec]:  # fmt: skip
+    """The codec stac_r would build for each plannable layer, on this very batch (on meta: from the budget)."""
+    codecs: dict[str, LayerCodec] = {}
+    for i, n in enumerate(candidates):
+        if n not in st.x_of:
+            continue
+        forced = cfg.plan_all is True or (not isinstance(cfg.plan_all, bool) and n in cfg.plan_all)
+        if not (forced or all(verdict[s][0] for s in st.storages_of[n])):
+            continue
+        d_in, d_out = features[n]
+        # the compute cap CompressedLinear applies with the same compute_budget (same plan, same bytes)
+        cap = compute_cap(cfg.compute_budget, d_out)
+        codec = LayerCodec(d_in, None, cfg.ratio, seed=0, layer_index=i, overrides=cap)
+        x = st.x_of[n][0]
+        try:
+            if not has_data(x):
+                codec.config = budget_layout(d_in, cfg.ratio, itemsize=x.element_size(), overrides=cap)
+                codec.u = torch.empty((d_in, codec.config.rank), dtype=torch.float32, device="meta")
+            else:
+                with torch.no_grad():
+                    codec.basis_for(x.reshape(-1, d_in))
+        except ValueError as e:
+            for s in st.storages_of[n]:
+                verdict[s] = (False, f"cannot be planned: {e}")
+            continue
+        codecs[n] = codec
+    st.x_of.clear()
+    return codecs
+
+
+def _backward_with_bridge(loss: Tensor, dry: _Dry, codecs: Mapping[str, LayerCodec]) -> dict[str, tuple[float, float, float, int]]:
+    """The dry run's backward, measuring each planned layer's gradient bridge as its output gradient arrives."""
+    bridge: dict[str, tuple[float, float, float, int]] = {}  # name -> (rel_error, eps, cos, stored bytes)
+    hooks = []
+    for n, outs in dry.bridge_in.items():
+        if n not in codecs or not has_data(outs[0][0]):
+            continue
+        for j, (out, x) in enumerate(outs):
+            hooks.append(out.register_hook(_bridge_hook(n, j, x, codecs[n], bridge)))  # type: ignore[no-untyped-call]
+    dry.bridge_in.clear()
+    try:
+        loss.backward()  # type: ignore[no-untyped-call]
+    finally:
+        for h in hooks:
+            h.remove()
+    return bridge
+
+
+def _net_verdicts(st: _Storages, verdict: dict[int, tuple[bool, str]], cost_of: Mapping[str, tuple[int, int]]) -> None:
+    """A storage is accepted when freeing it saves more than its consumers' compressed copies and bases."""
+    for sid, names in st.consumers.items():
+        if not verdict[sid][0] or not all(n in cost_of for n in names):
+            continue  # refused already (a planning failure included)
         cost = sum(sum(cost_of[n]) for n in names)
-        if nbytes[sid] - cost <= 0:
-            verdict[sid] = (False, _loss_reason(nbytes[sid], cost, len(names), lower=False))
+        if st.nbytes[sid] - cost <= 0:
+            verdict[sid] = (False, _loss_reason(st.nbytes[sid], cost, len(names), lower=False))
         else:
             verdict[sid] = (True, "net saving")
-    rows_out: list[LayerPrediction] = []
-    for n in candidates:
-        lin = modules[n]
-        assert isinstance(lin, nn.Linear)
-        sids = storages_of.get(n, [])
-        calls = shapes.get(n, [])
-        rows = sum(c[0] for c in calls)
-        if not sids:
-            if n in on_batch:
-                reason = "its input is the batch itself, which the caller keeps alive: compressing it frees nothing"
-            elif calls:
-                reason = "its input is not saved (weight frozen, or not in the graph of the loss)"
-            else:
-                reason = "not called in the dry run"
-            rows_out.append(LayerPrediction(n, lin.in_features, lin.out_features, rows, 0, (), (), False, reason))
-            continue
-        accepted = all(verdict[s][0] for s in sids)
-        reason = "net saving" if accepted else next(verdict[s][1] for s in sids if not verdict[s][0])
-        shared = tuple(sorted({m for s in sids for m in consumers[s] if m != n}))
-        co_names = tuple(sorted({o for s in sids for o in others.get(s, [])}))
-        input_bytes = sum(nbytes[s] for s in sids)
-        share = sum(nbytes[s] / len(consumers[s]) for s in sids)
-        kw: dict[str, Any] = {}
-        layer_codec = codecs.get(n)
-        if layer_codec is not None and layer_codec.config is not None:
-            c = layer_codec.config
-            stored, basis = cost_of[n]
-            rel, eps, cos = bridge.get(n, (math.nan, math.nan, math.nan, 0))[:3]
-            kw = {
-                "rank": c.rank, "coef_dtype": c.coef,
-                "residual_density": c.k / min(c.block, lin.in_features) if c.k else 0.0,
-                "residual_bits": c.bits if c.k else None, "stored_bytes": stored, "basis_bytes": basis,
-                "net_saving": round(share) - stored - basis, "rel_error": rel, "eps": eps,
-                "cos_bound": math.sqrt(max(0.0, 1.0 - eps * eps)) if not math.isnan(eps) else math.nan, "cos": cos,
-                "overhead_flops": sum(_overhead_flops(r_, d_, m_, c) for r_, d_, m_ in calls),
-            }  # fmt: skip
-        rows_out.append(LayerPrediction(n, lin.in_features, lin.out_features, rows, input_bytes, shared, co_names,
-                                        accepted, reason, **kw))  # fmt: skip
-    storage_of = {n: tuple(s) for n, s in storages_of.items()}
-    return SSPReport(
-        layers=tuple(rows_out), config=cfg, optimizer=opt_kind, param_bytes=param_bytes, batch_bytes=batch_bytes, grad_bytes=grad_bytes,
-        optimizer_bytes=opt_bytes, saved_bytes=saved_bytes, transient_bytes=transient, surface_bytes=surface,
-        saved_by=dict(sorted(saved_by.items(), key=lambda kv: -kv[1])), base_flops=base_flops,
-        _codecs=codecs, _storage_of=storage_of, _storage_bytes=dict(nbytes), _kept=frozenset(kept),
-    )  # fmt: skip
+
+
+def _row(
+    n: str, dims: tuple[int, int], st: _Storages, verdict: Mapping[int, tuple[bool, str]],
+    calls: list[tuple[int, int, int]], on_batch: set[str], codec: LayerCodec | None,
+    cost_of: Mapping[str, tuple[int, int]], bridge: Mapping[str, tuple[float, float, float, int]],
+) -> LayerPrediction:  # fmt: skip
+    """One candidate's row of the report."""
+    d_in, d_out = dims
+    sids = st.storages_of.get(n, [])
+    rows = sum(c[0] for c in calls)
+    if not sids:
+        if n in on_batch:
+            reason = "its input is the batch itself, which the caller keeps alive: compressing it frees nothing"
+        elif calls:
+            reason = "its input is not saved (weight frozen, or not in the graph of the loss)"
+        else:
+            reason = "not called in the dry run"
+        return LayerPrediction(n, d_in, d_out, rows, 0, (), (), False, reason)
+    accepted = all(verdict[s][0] for s in sids)
+    reason = "net saving" if accepted else next(verdict[s][1] for s in sids if not verdict[s][0])
+    shared = tuple(sorted({m for s in sids for m in st.consumers[s] if m != n}))
+    co_names = tuple(sorted({o for s in sids for o in st.others.get(s, [])}))
+    input_bytes = sum(st.nbytes[s] for s in sids)
+    share = sum(st.nbytes[s] / len(st.consumers[s]) for s in sids)
+    kw: dict[str, Any] = {}
+    if codec is not None and codec.config is not None:
+        c = codec.config
+        stored, basis = cost_of[n]
+        rel, eps, cos = bridge.get(n, (math.nan, math.nan, math.nan, 0))[:3]
+        kw = {
+            "rank": c.rank, "coef_dtype": c.coef,
+            "residual_density": c.k / min(c.block, d_in) if c.k else 0.0,
+            "residual_bits": c.bits if c.k else None, "stored_bytes": stored, "basis_bytes": basis,
+            "net_saving": round(share) - stored - basis, "rel_error": rel, "eps": eps,
+            "cos_bound": math.sqrt(max(0.0, 1.0 - eps * eps)) if not math.isnan(eps) else math.nan, "cos": cos,
+            "overhead_flops": sum(_overhead_flops(r_, d_, m_, c) for r_, d_, m_ in calls),
+        }  # fmt: skip
+    return LayerPrediction(n, d_in, d_out, rows, input_bytes, shared, co_names, accepted, reason, **kw)
 
 
 def _loss_reason(freed: int, cost: int, k: int, *, lower: bool) -> str:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from torch import nn
 
 from thrifty.compress import _checks
+from thrifty.compress._adapters import adapter_for
 from thrifty.compress._linear import CompressedLinear
+from thrifty.compress._meter import has_data
+from thrifty.compress._predict import SSPReport
+from thrifty.compress._select import LayerSelector, select_layers
 
 __all__ = ["stac_r", "unwrap"]
 
 M = TypeVar("M", bound=nn.Module)
-LayerSelector = str | Iterable[str] | Callable[[str, nn.Module], bool] | None
 PerLayer = Any  # a value for every selected layer, or a Mapping from layer names/patterns to values
 
 _EXPERT = ("rank", "residual_density", "residual_bits", "coef_dtype", "refresh_every", "compute_budget")
@@ -56,10 +59,11 @@ def stac_r(
         with the ratio, layouts and bases it planned on its dry-run batch (no planning at the first step).
         Excludes ``layers`` and the expert overrides; ``ratio``, if given, must equal the report's.
     layers : None, str, iterable of str, or callable(name, module) -> bool, default=None
-        Which layers: None = every ``nn.Linear`` (except the output projection inside
+        Which layers: None = every Linear-like module (``nn.Linear``, transformers' ``Conv1D``, classes given
+        to :func:`~thrifty.compress.register_linear`; except the output projection inside
         ``nn.MultiheadAttention``, whose forward is never called); names or ``fnmatch`` glob patterns
         (``"blocks.*.mlp.*"``) of modules; or a predicate. Every name/pattern must match something and
-        every selected module must be an ``nn.Linear``.
+        every selected module must be Linear-like.
     rank, residual_density, residual_bits, coef_dtype, refresh_every, compute_budget : value or dict, optional
         Expert overrides (see :class:`CompressedLinear`), for all layers or per layer as a dict from module
         names or glob patterns to values (the first matching key wins; layers without a match are planned
@@ -87,7 +91,8 @@ def stac_r(
     Raises
     ------
     TypeError
-        ``model`` is not an ``nn.Module``; wrong argument types; a selected module is not an ``nn.Linear``
+        ``model`` is not an ``nn.Module``, or is itself a bare Linear (wrap it with ``CompressedLinear``);
+        wrong argument types; a selected module is not Linear-like
         (or is already compressed); a selected layer's weight is not float32, bfloat16 or float16.
     ValueError
         A name or pattern matches nothing; ``rank >= in_features``;
@@ -108,6 +113,11 @@ def stac_r(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(model, CompressedLinear) or adapter_for(model) is not None:
+        raise TypeError(
+            f"model: is a bare {type(model).__name__}, not a model containing one; stac_r replaces layers "
+            "inside a model (wrap a single layer with CompressedLinear(layer, ratio), or put it in an nn.Sequential)"
+        )
     planned: dict[str, Any] = {}
     if plan is not None:
         layers, ratio, planned = _from_plan(model, plan, ratio, layers, rank, residual_density, residual_bits,
@@ -117,7 +127,7 @@ def stac_r(
     _checks.check_bool("stochastic", stochastic)
     _checks.check_bool("inplace", inplace)
     seed_value = _checks.check_seed(seed)
-    names = _select(model, layers)
+    names = select_layers(model, layers)
     expert = {"rank": rank, "residual_density": residual_density, "residual_bits": residual_bits,
               "coef_dtype": coef_dtype, "refresh_every": refresh_every,
               "compute_budget": compute_budget}  # fmt: skip
@@ -133,21 +143,19 @@ def stac_r(
     for i, name in enumerate(names):
         kwargs = {key: per_layer[key][name] for key in _EXPERT}
         layer = target_modules[name]
-        assert isinstance(layer, nn.Linear)
         wrapped = CompressedLinear(layer, ratio_value, exact=exact, stochastic=stochastic, seed=seed_value,
                                    layer_index=i, name=name, **kwargs)  # fmt: skip
         wrapped.train(layer.training)
         if name in planned:  # the report's layout and basis, planned on its dry-run batch
             wrapped.codec.config = planned[name].config
-            wrapped.codec.u = planned[name].u.clone()
+            if has_data(planned[name].u):  # a meta run's plan: the layout; the basis from batch 1
+                wrapped.codec.u = planned[name].u.clone()
         _replace(target, layer, wrapped)
     return target
 
 
 def _from_plan(model: nn.Module, plan: Any, ratio: float | None, layers: LayerSelector, *expert: Any) -> tuple[list[str], float, dict[str, Any]]:
     """The layers, ratio and per-layer codecs of an SSPReport (``stac_r(plan=report)``)."""
-    from thrifty.compress._predict import SSPReport
-
     if not isinstance(plan, SSPReport):
         raise TypeError(f"plan: expected an SSPReport from thrifty.compress.predict, got {type(plan).__name__}")
     if layers is not None or any(v is not None and v is not False for v in expert):
@@ -159,8 +167,8 @@ def _from_plan(model: nn.Module, plan: Any, ratio: float | None, layers: LayerSe
         raise ValueError("plan: the report accepts no layer (nothing would lower the peak); see print(report)")
     modules = dict(model.named_modules())
     for n in names:
-        if not isinstance(modules.get(n), nn.Linear):
-            raise ValueError(f"plan: layer {n!r} of the report is not an nn.Linear of this model")  # noqa: TRY004
+        if adapter_for(modules.get(n)) is None:
+            raise ValueError(f"plan: layer {n!r} of the report is not a Linear-like layer of this model")
     codecs = {n: c for n, c in plan._codecs.items() if n in names and c.config is not None and c.u is not None}
     return names, plan.config.ratio, codecs
 
@@ -189,52 +197,11 @@ def unwrap(model: M, *, inplace: bool = False) -> M:
     _checks.check_bool("inplace", inplace)
     target = model if inplace else copy.deepcopy(model)
     if isinstance(target, CompressedLinear):
-        lin = target.to_linear()
-        lin.train(target.training)
-        return lin  # type: ignore[return-value]
+        return target.to_module()  # type: ignore[return-value]
     for module in list(target.modules()):
         if isinstance(module, CompressedLinear):
-            lin = module.to_linear()
-            lin.train(module.training)
-            _replace(target, module, lin)
+            _replace(target, module, module.to_module())
     return target
-
-
-def _select(model: nn.Module, layers: LayerSelector) -> list[str]:
-    """Names of the modules to wrap, in ``named_modules`` order; every selected one checked."""
-    modules = dict(model.named_modules())
-    if layers is None:
-        skip = {f"{n}.out_proj" if n else "out_proj" for n, m in modules.items() if isinstance(m, nn.MultiheadAttention)}
-        names = [n for n, m in modules.items() if isinstance(m, nn.Linear) and n not in skip and n != ""]
-        if not names:
-            raise ValueError("layers: the model has no torch.nn.Linear layer to compress")
-    elif callable(layers):
-        names = [n for n, m in modules.items() if n != "" and layers(n, m)]
-        if not names:
-            raise ValueError("layers: the predicate selected no module")
-    else:
-        patterns = [layers] if isinstance(layers, str) else list(layers) if isinstance(layers, Iterable) else []
-        if not patterns or not all(isinstance(p, str) for p in patterns):
-            raise TypeError("layers: expected None, a name/pattern, a list of names/patterns or a predicate")
-        chosen: set[str] = set()
-        for pattern in patterns:
-            hits = [n for n in modules if n != "" and fnmatch.fnmatchcase(n, pattern)]
-            if not hits:
-                raise ValueError(f"layers: {pattern!r} matches no module of the model")
-            chosen.update(hits)
-        names = [n for n in modules if n in chosen]
-    for n in names:
-        module = modules[n]
-        if isinstance(module, CompressedLinear):
-            raise TypeError(f"layers: {n!r} is already a CompressedLinear")
-        _checks.check_linear(n, module)
-        parent = n.rpartition(".")[0]
-        if n.endswith("out_proj") and isinstance(modules.get(parent), nn.MultiheadAttention):
-            raise ValueError(
-                f"layers: {n!r} is the output projection of an nn.MultiheadAttention, which uses its weight "
-                "without calling its forward; it cannot be compressed"
-            )
-    return names
 
 
 def _resolve(key: str, value: PerLayer, names: list[str]) -> dict[str, Any]:
