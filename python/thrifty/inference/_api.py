@@ -45,7 +45,6 @@ from thrifty.inference._problem import (
     route_of,
     split_test_result,
 )
-from thrifty.inference import _dask_array, _distributed, _spls
 from thrifty.inference._results import (
     BaselineResult,
     ComponentTestsResult,
@@ -63,7 +62,6 @@ Method = Literal["auto", "nb", "nb-permutation", "cv-permutation-q2", "permutati
 Backend = Literal["local", "joblib", "dask"]
 
 METHODS = ("auto", "nb", "nb-permutation", "cv-permutation-q2", "permutation-score", "jackknife")
-LEARNERS = ("pls", "spca", "ridge", "spls")
 
 __all__ = ["ConstantColumnWarning", "GateWarning", "UndefinedSplitWarning"]  # defined in _problem
 
@@ -177,7 +175,6 @@ def subspace_test(
     ridge_alpha: float = 1.0,
     spca_n_features: int | None = None,
     backend: Backend | None = None,
-    spls_keep: _spls.SplsKeep | None = None,
 ) -> SubspaceTestResult | BaselineResult:
     """Test whether a supervised subspace of X predicts y, by held-out OLS refits.
 
@@ -249,10 +246,6 @@ def subspace_test(
         Ridge penalty of the ridge probe (standardised units).
     spca_n_features : int, optional
         Features kept by supervised PCA (default ``min(p, max(5k, ceil(p/10)))``).
-    spls_keep : int or "cv", optional
-        ``learner="spls"`` (sparse PLS1): every direction loads on exactly ``spls_keep`` variables
-        (``n_features`` is PLS1). ``"cv"`` (the default) chooses it on every train part by 5-fold CV
-        (grid 1, 2, 4, ..., n_features; one-SE rule). The weights fitted on all rows are ``result.basis``.
     backend : {None, "local", "joblib", "dask"}, default=None
         Where the split and permutation work runs. ``None``: in this process on the core's threads,
         unless a ``joblib.parallel_config``/``parallel_backend`` context is active (then on its
@@ -308,13 +301,10 @@ def subspace_test(
     # validate, resolve the route through the gate (step 1), run the split test or a baseline (2, 3)
     pb = _prepare_problem(
         X, y, n_components, learner, sample_weight, rotate, confidence_level, ridge_alpha, spca_n_features,
-        random_state, n_jobs, progress, backend, spls_keep=spls_keep,
+        random_state, n_jobs, progress, backend,
     )
     route = _resolve_route(pb, method, force)
-    result = _run(pb, route, n_splits, splits, n_perm, n_folds)
-    if pb.lr.kind == "spls" and isinstance(result, SubspaceTestResult):  # the selected variables, on all rows
-        result = dataclasses.replace(result, basis=_spls.fitted_basis(pb.xs, pb.ys, pb.w, pb.lr.k, pb.spca_n_features))
-    return result
+    return _run(pb, route, n_splits, splits, n_perm, n_folds)
 
 
 def test_problem(
@@ -338,8 +328,6 @@ def _prepare_problem(
     ridge_alpha: Any, spca_n_features: Any, random_state: RandomState, n_jobs: Any, progress: Any,
     backend: Any,
 ) -> Problem:
-    backend: Any, spls_keep: Any = None,
-) -> _Problem:
     x, yv, w = _check_xy(X, y, sample_weight, allow_multi=True)
     n, p = x.shape
     k = None if n_components is None else check_int(n_components, "n_components", 1)
@@ -356,8 +344,6 @@ def _prepare_problem(
     level = check_float(confidence_level, "confidence_level", 0.0, 1.0)
     alpha_ridge = check_float(ridge_alpha, "ridge_alpha", 0.0, math.inf)
     nfeat = 0 if spca_n_features is None else check_int(spca_n_features, "spca_n_features", 1)
-    if isinstance(learner, str) and learner == "spls" or spls_keep is not None:  # the core reads keep here
-        nfeat = _spls.keep_argument(spls_keep, learner, p)
     jobs = check_inference_n_jobs(n_jobs)
     run_on = _distributed.resolve_backend(backend)
     seed = seed_from_random_state(random_state)
