@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use crate::arrays::{matrix, slice2};
 use crate::errors::enter;
 use crate::inference::{train_lists, Xy};
-use thrifty_core::inference::{intervals, nb, plssvd, select, spls, stability};
+use thrifty_core::inference::{intervals, plssvd, select, spls, stability};
 use thrifty_core::ThriftyError;
 
 type F64s<'py> = Bound<'py, PyArray1<f64>>;
@@ -104,7 +104,7 @@ fn inference_plssvd_split_correlations<'py>(
     let trains = train_lists(train)?;
     let r = enter(py, n_jobs, |cancel| {
         let bl = plssvd::Blocks::new(xs, ys, n, p, q)?;
-        let splits = nb::splits_from_train(n, 1, &trains)?;
+        let splits = thrifty_core::inference::splits::splits_from_train(n, 1, &trains)?;
         plssvd::split_correlations(&bl, &splits, cancel)
     })?;
     Ok(r.into_pyarray(py))
@@ -128,7 +128,7 @@ fn inference_plssvd_permutation<'py>(
     let trains = train_lists(train)?;
     let z = enter(py, n_jobs, |cancel| {
         let bl = plssvd::Blocks::new(xs, ys, n, p, q)?;
-        let splits = nb::splits_from_train(n, 1, &trains)?;
+        let splits = thrifty_core::inference::splits::splits_from_train(n, 1, &trains)?;
         plssvd::permutation_null(&bl, &splits, seed, start, count, cancel)
     })?;
     Ok(z.into_pyarray(py))

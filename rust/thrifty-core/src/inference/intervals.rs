@@ -47,7 +47,7 @@ pub fn subsample_replicates(
     if n_sub == 0 {
         return Err(ThriftyError::invalid("n_boot", "must be at least 1"));
     }
-    crate::inference::nb::check_budget("n_boot", n_sub, 2 * p + m * (p + 1))?;
+    crate::inference::splits::check_budget("n_boot", n_sub, 2 * p + m * (p + 1))?;
     let (coef, leverage) = quantities(data, k)?;
     let reps: Vec<(Vec<f64>, Vec<f64>)> = (0..n_sub)
         .into_par_iter()

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
 use crate::inference::fit::{prepare, wcorr, Data, Prepared};
-use crate::inference::nb::{check_budget, Split};
-use crate::inference::perm::{mean_z_defined, permutation};
+use crate::inference::splits::{check_budget, Split};
+use crate::inference::splits::{mean_z_defined, permutation};
 use crate::linalg::{sym_eigen, x_v};
 
 /// Two blocks of the same rows: `x` is row-major n×p, `y` row-major n×q, both finite.
@@ -72,7 +72,7 @@ pub fn top_pairs(c: &[f64], p: usize, q: usize, k: usize) -> Result<Pairs> {
             g[b * m + a] = s;
         }
     }
-    let (vals, vecs) = sym_eigen(&g, m)?;
+    let (vals, vecs) = sym_eigen(&g, m, &std::sync::atomic::AtomicBool::new(false))?;
     let mut us = Vec::with_capacity(k);
     let mut vs = Vec::with_capacity(k);
     let mut ss = Vec::with_capacity(k);

@@ -170,7 +170,7 @@ pub fn fit_coef(prep: &Prepared, ytr: &[f64], k: usize, keep: usize) -> Result<V
 /// factor (X̃'s train columns are weighted-centred), so r = cor(X̃_te w, y*_te) is the refit's r.
 /// NaN where y* is constant on the train part, `perm::RANK_DEFICIENT` where c vanishes.
 pub fn null_k1(prep: &Prepared, ys: &[Vec<f64>], keep: usize) -> Vec<f64> {
-    use crate::inference::perm::RANK_DEFICIENT;
+    use crate::inference::splits::RANK_DEFICIENT;
     use faer::linalg::matmul::matmul;
     use faer::{Accum, Mat, Par};
     let (n_tr, n_te, p) = (prep.n_tr, prep.n_te, prep.p);

@@ -99,7 +99,7 @@ pub fn rotation_stability(
     if n_boot == 0 {
         return Err(ThriftyError::invalid("n_boot", "must be at least 1"));
     }
-    crate::inference::nb::check_budget("n_boot", n_boot, 2 * k + n)?;
+    crate::inference::splits::check_budget("n_boot", n_boot, 2 * k + n)?;
     let all: Vec<usize> = (0..n).collect();
     let (w0, a0) = axes_on(data, &all, k)?;
     let per: Vec<(Vec<f64>, Vec<f64>)> = (0..n_boot)
