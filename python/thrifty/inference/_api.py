@@ -27,7 +27,7 @@ from thrifty._validation import (
     power_of_two_scale,
     seed_from_random_state,
 )
-from thrifty.inference import _dask_array, _distributed
+from thrifty.inference import _dask_array, _distributed, _spls
 from thrifty.inference._problem import (
     LEARNERS,
     ConstantColumnWarning,
@@ -175,6 +175,7 @@ def subspace_test(
     ridge_alpha: float = 1.0,
     spca_n_features: int | None = None,
     backend: Backend | None = None,
+    spls_keep: _spls.SplsKeep | None = None,
 ) -> SubspaceTestResult | BaselineResult:
     """Test whether a supervised subspace of X predicts y, by held-out OLS refits.
 
@@ -204,10 +205,11 @@ def subspace_test(
         1 for the named learners, the basis' columns, a transformer's ``n_components`` or the number of
         scores it returns, a callable's basis columns. A transformer's or callable's output is checked
         against it. The arguments after it are keyword-only.
-    learner : {"pls", "spca", "ridge"}, array of shape (n_features, k), callable or transformer, default="pls"
+    learner : {"pls", "spca", "ridge", "spls"}, array of shape (n_features, k), callable or transformer, default="pls"
         ``"pls"``: PLS1. ``"spca"``: supervised PCA (the ``spca_n_features`` features most correlated
         with y on each train part, then their top-k principal directions). ``"ridge"``: the ridge
-        probe direction (k=1). An array: a fixed basis (e.g. concept directions) applied to X centred
+        probe direction (k=1). ``"spls"``: sparse PLS1, every direction loading on ``spls_keep``
+        variables (the NB-permutation test under ``"auto"``). An array: a fixed basis (e.g. concept directions) applied to X centred
         by the train mean. A callable ``f(X_train, y_train) -> basis (n_features, k)`` called on every
         train part (raw units, centred by the train mean). A scikit-learn transformer (``fit``/``transform``)
         cloned and fitted on every train part; its k output scores are refitted by OLS.
@@ -246,6 +248,10 @@ def subspace_test(
         Ridge penalty of the ridge probe (standardised units).
     spca_n_features : int, optional
         Features kept by supervised PCA (default ``min(p, max(5k, ceil(p/10)))``).
+    spls_keep : int or "cv", optional
+        ``learner="spls"`` (sparse PLS1): every direction loads on exactly ``spls_keep`` variables
+        (``n_features`` is PLS1). ``"cv"`` (the default) chooses it on every train part by 5-fold CV
+        (grid 1, 2, 4, ..., n_features; one-SE rule). The weights fitted on all rows are ``result.basis``.
     backend : {None, "local", "joblib", "dask"}, default=None
         Where the split and permutation work runs. ``None``: in this process on the core's threads,
         unless a ``joblib.parallel_config``/``parallel_backend`` context is active (then on its
@@ -301,10 +307,13 @@ def subspace_test(
     # validate, resolve the route through the gate (step 1), run the split test or a baseline (2, 3)
     pb = _prepare_problem(
         X, y, n_components, learner, sample_weight, rotate, confidence_level, ridge_alpha, spca_n_features,
-        random_state, n_jobs, progress, backend,
+        random_state, n_jobs, progress, backend, spls_keep=spls_keep,
     )
     route = _resolve_route(pb, method, force)
-    return _run(pb, route, n_splits, splits, n_perm, n_folds)
+    result = _run(pb, route, n_splits, splits, n_perm, n_folds)
+    if pb.lr.kind == "spls" and isinstance(result, SubspaceTestResult):  # the selected variables, on all rows
+        result = dataclasses.replace(result, basis=_spls.fitted_basis(pb.xs, pb.ys, pb.w, pb.lr.k, pb.spca_n_features))
+    return result
 
 
 def test_problem(
@@ -326,7 +335,7 @@ test_problem.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 def _prepare_problem(
     X: Any, y: Any, n_components: Any, learner: Any, sample_weight: Any, rotate: Any, confidence_level: Any,
     ridge_alpha: Any, spca_n_features: Any, random_state: RandomState, n_jobs: Any, progress: Any,
-    backend: Any,
+    backend: Any, spls_keep: Any = None,
 ) -> Problem:
     x, yv, w = _check_xy(X, y, sample_weight, allow_multi=True)
     n, p = x.shape
@@ -344,6 +353,8 @@ def _prepare_problem(
     level = check_float(confidence_level, "confidence_level", 0.0, 1.0)
     alpha_ridge = check_float(ridge_alpha, "ridge_alpha", 0.0, math.inf)
     nfeat = 0 if spca_n_features is None else check_int(spca_n_features, "spca_n_features", 1)
+    if (isinstance(learner, str) and learner == "spls") or spls_keep is not None:  # the core reads keep there
+        nfeat = _spls.keep_argument(spls_keep, learner, p)
     jobs = check_inference_n_jobs(n_jobs)
     run_on = _distributed.resolve_backend(backend)
     seed = seed_from_random_state(random_state)

@@ -21,28 +21,16 @@ from thrifty._validation import (
     from_pandas,
     seed_from_random_state,
 )
-from thrifty.inference._api import (
-    GateWarning,
-    _check_n_perm,
-    _check_splits,
-    _gate,
-    _perm_chunk,
-    _Route,
-    _scaled_by_power_of_two,
-    resolve_gate,
-    split_test_result,
-)
+from thrifty.inference._api import _check_n_perm, _perm_chunk
+from thrifty.inference._problem import GateWarning, Route, check_splits, power_of_two_scaled, route_of, split_test_result
 from thrifty.inference._results import FloatArray, IntArray, SubspaceTestResult
 
 # The NB-asymptotic reference is not trusted for PLS-SVD (benches/calibration_inference_extra.py --nb,
 # two-sided): the Nadeau–Bengio factor is PLS1's heuristic and is not derived for two blocks, and the
 # split statistics of one data set are much less correlated than 1/2 under the null, so the NB test is
-# conservative (size 0.7% at alpha = 5% on the iid design with n = 300) and loses power. "auto" therefore
-# runs the NB-permutation test on every design; "nb" runs only with force=True.
-PLSSVD_NB_REASON = (
-    "PLS-SVD: the Nadeau-Bengio correction is not derived for two blocks and is conservative there "
-    "(null size about 1% at alpha = 5%)"
-)
+# conservative (size 0.7% at alpha = 5% on the iid design with n = 300) and loses power. The core's
+# learner rule (``inference::route::nb_reason`` for ``"pls-svd"``) therefore routes "auto" to the
+# NB-permutation test on every design; "nb" runs only with force=True.
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -112,13 +100,13 @@ def _check_blocks(X: Any, Y: Any) -> tuple[FloatArray, FloatArray]:
     return x, y
 
 
-def _route(xs: FloatArray, method: Any, force: Any) -> tuple[_Route, str | None]:
+def _route(xs: FloatArray, method: Any, force: Any) -> tuple[Route, str | None]:
     if method not in ("auto", "nb", "nb-permutation"):
         raise ValueError(f"method must be 'auto', 'nb' or 'nb-permutation', got {method!r}")
     if not isinstance(force, (bool, np.bool_)):
         raise TypeError(f"force must be a bool, got {type(force).__name__}")
-    run, gate, message = resolve_gate(method, bool(force), _gate(xs, None), PLSSVD_NB_REASON)
-    return _Route(run, method, gate), message
+    # the gate looks at X only; the learner rule of "pls-svd" adds its reason
+    return route_of(_core.inference_route(xs, None, method, bool(force), "pls-svd", 1, False), method)
 
 
 def _null(xs: FloatArray, ys: FloatArray, trains: list[IntArray], seed: int, B: int, jobs: int | None) -> FloatArray:
@@ -210,12 +198,12 @@ def pls_svd_test(
     level = check_float(confidence_level, "confidence_level", 0.0, 1.0)
     jobs = check_inference_n_jobs(n_jobs)
     seed = seed_from_random_state(random_state)
-    xs, ys = _scaled_by_power_of_two(x), _scaled_by_power_of_two(y)
+    xs, ys = power_of_two_scaled(x), power_of_two_scaled(y)
     route, message = _route(xs, method, force)
     if message is not None:
         warnings.warn(message, GateWarning, stacklevel=2)
     if splits is not None:
-        trains = _check_splits(splits, n)
+        trains = check_splits(splits, n)
     else:
         nsp = check_int(n_splits, "n_splits", 2)
         check_allocation("n_splits", nsp, 8 * n)

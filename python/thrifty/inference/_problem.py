@@ -20,7 +20,7 @@ from thrifty import _core
 from thrifty._validation import check_finite_matrix
 from thrifty.inference._results import FloatArray, GateDecision, IntArray, SubspaceTestResult
 
-LEARNERS = ("pls", "spca", "ridge")
+LEARNERS = ("pls", "spca", "ridge", "spls")
 LearnerArg = str | npt.ArrayLike | Callable[[FloatArray, FloatArray], Any] | Any
 
 

@@ -50,7 +50,7 @@ pub fn try_with_capacity<T>(what: &'static str, len: usize) -> Result<Vec<T>> {
 
 /// `rows × cols` zeros as a faer matrix, allocated fallibly.
 pub fn try_mat(what: &'static str, rows: usize, cols: usize) -> Result<Mat<f64>> {
-    let bytes = bytes_of::<f64>(what, rows.checked_mul(cols).unwrap_or(usize::MAX))?;
+    let bytes = bytes_of::<f64>(what, rows.saturating_mul(cols))?;
     let mut m = Mat::<f64>::new();
     m.try_reserve(rows, cols).map_err(|_| out_of_memory(what, bytes as f64))?;
     m.resize_with(rows, cols, |_, _| 0.0);

@@ -158,9 +158,13 @@ pub enum LearnerKind {
     Pls,
     Spca,
     Ridge,
+    /// Sparse PLS1 with a keep-count (`inference::spls`).
+    Spls,
     Basis,
     Callable,
     Transformer,
+    /// The two-block symmetric PLS-SVD test (`inference::plssvd`; neither block is the outcome).
+    PlsSvd,
 }
 
 impl LearnerKind {
@@ -170,15 +174,17 @@ impl LearnerKind {
             LearnerKind::Pls => "pls",
             LearnerKind::Spca => "spca",
             LearnerKind::Ridge => "ridge",
+            LearnerKind::Spls => "spls",
             LearnerKind::Basis => "basis",
             LearnerKind::Callable => "callable",
             LearnerKind::Transformer => "transformer",
+            LearnerKind::PlsSvd => "pls-svd",
         }
     }
 
     /// The kind named `name` (None for an unknown name).
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Pls, Self::Spca, Self::Ridge, Self::Basis, Self::Callable, Self::Transformer]
+        [Self::Pls, Self::Spca, Self::Ridge, Self::Spls, Self::Basis, Self::Callable, Self::Transformer, Self::PlsSvd]
             .into_iter()
             .find(|k| k.name() == name)
     }
@@ -195,6 +201,14 @@ pub fn nb_reason(multi: bool, kind: LearnerKind, k: usize, n_eff: f64, stable_ra
     let why = "the Nadeau-Bengio correction assumes split statistics correlated about 1/2 under the null";
     if multi {
         return Some(format!("PLS2 (multi-column y): {why}, which PLS2's are not"));
+    }
+    if kind == LearnerKind::PlsSvd {
+        // benches/calibration_inference_extra.py --nb: null size about 1% at alpha = 5% (two-sided check)
+        return Some(
+            "PLS-SVD: the Nadeau-Bengio correction is not derived for two blocks and is conservative there \
+             (null size about 1% at alpha = 5%)"
+                .to_string(),
+        );
     }
     if !kind.nb_calibrated() {
         return Some(format!(

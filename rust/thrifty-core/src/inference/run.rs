@@ -155,9 +155,7 @@ pub fn learner_kind(learner: &Learner) -> LearnerKind {
         Learner::Ridge { .. } => LearnerKind::Ridge,
         Learner::Basis { .. } => LearnerKind::Basis,
         Learner::SplitBases { .. } => LearnerKind::Callable,
-        // Provisional (merge of inffeat onto the route move): sparse PLS routed like the other sparse
-        // learner until it gets its own LearnerKind; its calibration must be re-checked.
-        Learner::Spls { .. } => LearnerKind::Spca,
+        Learner::Spls { .. } => LearnerKind::Spls,
     }
 }
 
