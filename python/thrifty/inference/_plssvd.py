@@ -22,7 +22,14 @@ from thrifty._validation import (
     seed_from_random_state,
 )
 from thrifty.inference._api import _check_n_perm, _perm_chunk
-from thrifty.inference._problem import GateWarning, Route, check_splits, power_of_two_scaled, route_of, split_test_result
+from thrifty.inference._problem import (
+    GateWarning,
+    Route,
+    check_splits,
+    power_of_two_scaled,
+    route_of,
+    split_test_result,
+)
 from thrifty.inference._results import FloatArray, IntArray, SubspaceTestResult
 
 # The NB-asymptotic reference is not trusted for PLS-SVD (benches/calibration_inference_extra.py --nb,
