@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU check of thrifty.compress (issue 8), prepared for one lease of a GPU machine (an H200; ~10 minutes;
-# no network there; the machine's own python3 holds torch, CMake, ninja, pybind11, pytest, hypothesis
+# no network there; the machine's own python3 holds torch, CMake, ninja, pytest, hypothesis
 # and nvcc). One call:
-#   1. builds cpp/ with the machine's nvcc (sm_90 SASS + compute_90 PTX) for its python3 and runs ctest;
+#   1. builds cpp/ with the machine's nvcc (the default architectures that nvcc has) and runs ctest;
 #   2. checks every CUDA kernel against its CPU twin on random inputs: tests/compress/test_kernels_cuda.py
 #      (compress bit for bit; contraction and dequantize-scatter to 1e-5 relative; determinism, streams,
 #      opcheck) and the CPU suite tests/compress/test_kernels.py on that machine;
@@ -35,7 +35,7 @@ step build
 NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 gen=()
 if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
-cmake -S . -B build/gpu "${gen[@]}" -DPython_EXECUTABLE="$(command -v "$PY")" -DCMAKE_CUDA_COMPILER="$NVCC" \
+cmake -S . -B build/gpu "${gen[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" \
   -DTHRIFTY_REQUIRE_CUDA=ON > "$OUTDIR/cmake.log" 2>&1 || { cat "$OUTDIR/cmake.log"; exit 1; }
 grep "thrifty:" "$OUTDIR/cmake.log"
 cmake --build build/gpu -j "$(nproc)" || exit 1

