@@ -107,7 +107,7 @@ def check_finite_vector(a: Any, name: str, length: int | None = None) -> npt.NDA
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     if length is not None and arr.shape[0] != length:
         raise ValueError(f"{name} has length {arr.shape[0]}, expected {length}")
-    out = np.ascontiguousarray(arr, dtype=np.float64)
+    out = np.require(arr, dtype=np.float64, requirements=["C", "A"])  # aligned: see check_finite_matrix
     if not np.isfinite(out).all():
         raise ValueError(f"{name} contains NaN or infinity")
     return out

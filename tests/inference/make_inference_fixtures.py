@@ -8,6 +8,13 @@ code and requires every field to be identical bit for bit; the R package's
 ones the C ABI serves) through the C ABI. Do not regenerate the file to make a test pass: a
 difference is a change of results.
 
+The cases that pass through NumPy's BLAS (the callable and transformer learners, component tests'
+deflation, the Dask-array gate) depend on the kernels OpenBLAS picks for the CPU (its DYNAMIC_ARCH build),
+so both this script and the test run the cases under ``OPENBLAS_CORETYPE=Haswell`` (the AVX2 kernels every
+x86-64-v3 CPU runs, the floor thrifty is built for): the record is the same on every machine. The file was
+first recorded on an AVX-512 machine (SkylakeX kernels; today's code reproduced all 57 cases bit for bit
+there, 2026-12-02) and re-recorded with the Haswell kernels from the native module built at d813748.
+
 Floats are written with ``repr`` (exact round trip); NaN and infinities as the strings "NaN",
 "Infinity", "-Infinity"; integer arrays as lists of ints.
 """
@@ -17,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -287,7 +295,29 @@ def run_case(name: str, data: dict[str, np.ndarray]) -> dict[str, Any]:
     return {"result": encode(res), "warnings": cats}
 
 
+BLAS_CORETYPE = "Haswell"
+
+
+def run_pinned(names: list[str]) -> dict[str, Any]:
+    """``run_case`` of every name, in a child process with OpenBLAS's kernels pinned (``BLAS_CORETYPE``)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cases.json"
+        code = (
+            "import json, sys; sys.path.insert(0, sys.argv[1]); from make_inference_fixtures import inputs, run_case; "
+            "d = inputs(); json.dump({n: run_case(n, d) for n in sys.argv[3:]}, open(sys.argv[2], 'w'), allow_nan=False)"
+        )
+        env = {**os.environ, "OPENBLAS_CORETYPE": BLAS_CORETYPE}
+        subprocess.run([sys.executable, "-c", code, str(HERE), str(out), *names], env=env, check=True)
+        result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
 def main(path: Path) -> None:
+    if os.environ.get("OPENBLAS_CORETYPE") != BLAS_CORETYPE:  # numpy is loaded: re-run pinned
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "OPENBLAS_CORETYPE": BLAS_CORETYPE})
     data = inputs()
     out: dict[str, Any] = {
         "about": "made by tests/inference/make_inference_fixtures.py; see its docstring",

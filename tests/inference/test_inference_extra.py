@@ -331,9 +331,11 @@ def test_coefficient_intervals_cover_and_detect():
         covered += (ci.coef_ci[:, 0] <= beta) & (beta <= ci.coef_ci[:, 1])
         assert np.all(ci.leverage >= 0) and ci.leverage.sum() == pytest.approx(1.0)
         assert abs(ci.coef_z[0]) > 5
-    # iid X: PLS1 at k = 1 targets beta itself; measured coverage 0.90 (non-zero) and ~0.8 (zero) at 0.9
-    assert np.all(covered[:2] / reps >= 0.8), covered / reps
-    assert np.all(covered / reps >= 0.65), covered / reps
+    # iid X: PLS1 at k = 1 targets beta itself. Two-sided: every coefficient's coverage within 0.9 ± 3 se
+    # (benches/coverage_intervals.py, 400 reps: 0.84-0.93 over designs and n; 0.78-0.86 without the
+    # finite-population correction)
+    se = np.sqrt(0.9 * 0.1 / reps)
+    assert np.all(np.abs(covered / reps - 0.9) <= 3 * se), covered / reps
 
 
 def test_coefficient_intervals_full_data_values_are_plsregression():

@@ -106,8 +106,8 @@ def _leaf_train(xb: Any, yb: Any, mb: Any, n_splits: int, row0: int) -> Moments:
     with threadpool_limits(1):
         # C order whatever layout the transfer produced: numpy's reductions sum in an order that
         # depends on the memory layout
-        x = np.ascontiguousarray(xb, dtype=np.float64)
-        y = np.ascontiguousarray(yb, dtype=np.float64).reshape(-1)
+        x = np.require(xb, np.float64, ["C", "A"])  # blocks from workers can be unaligned
+        y = np.require(np.reshape(yb, -1), np.float64, ["C", "A"])
         if not np.isfinite(x).all():
             return {"bad": (row0, "X")}
         if not np.isfinite(y).all():
@@ -133,8 +133,8 @@ def _leaf_test(xb: Any, yb: Any, mb: Any, v: FloatArray, center: FloatArray) -> 
     with threadpool_limits(1):
         # C order whatever layout the transfer produced: numpy's reductions sum in an order that
         # depends on the memory layout
-        x = np.ascontiguousarray(xb, dtype=np.float64)
-        y = np.ascontiguousarray(yb, dtype=np.float64).reshape(-1)
+        x = np.require(xb, np.float64, ["C", "A"])  # blocks from workers can be unaligned
+        y = np.require(np.reshape(yb, -1), np.float64, ["C", "A"])
         s = _ein("ic,jc->ij", x - center, v)  # (rows, J): every split's score of every row
         t = 1.0 - _bits(mb, v.shape[0])
         cnt = t.sum(axis=0)
@@ -361,7 +361,7 @@ def subspace_test(
     sd = np.sqrt(m2x / np.maximum(cnt, 1.0)[:, None])
     const_tr = ~(sd > 1e-12 * np.abs(mx)) | (sd == 0.0)
     v = np.where(const_tr, 0.0, np.divide(cxy, m2x, out=np.zeros_like(cxy), where=m2x > 0))
-    v = np.ascontiguousarray(v)
+    v = np.require(v, requirements=["C", "A"])
     vd = dask.delayed(v, pure=True)
     centre = dask.delayed(np.asarray(tr["mean"]), pure=True)
     leaf2 = dask.delayed(_leaf_test, pure=True)

@@ -232,7 +232,7 @@ def nb_permutation_null(pb: Problem, trains: list[IntArray], n_perm: int, chunk:
             pieces = run_tasks(pb.backend, _task_null_rs, payload, tasks)
             for s, c in blocks:
                 rs = np.vstack([next(pieces) for _ in groups])
-                out[s : s + c] = _core.inference_null_mean_z(np.ascontiguousarray(rs))
+                out[s : s + c] = _core.inference_null_mean_z(np.require(rs, np.float64, ["C", "A"]))
                 if bar is not None:
                     bar.update(c)
         else:

@@ -3,9 +3,13 @@
 Both quantities are rotation invariant (β is the OLS refit on the k scores; the leverage
 ``h_j = sum_a W_ja**2`` is the diagonal of the projection on the span of the orthonormal weights),
 so no alignment of components between resamples is needed. m-out-of-n subsampling (Politis & Romano):
-``m = ceil(n ** m_rate)`` rows without replacement per replicate; the root ``sqrt(m) (θ_m - θ_n)``
-estimates the law of ``sqrt(n) (θ_n - θ)``, giving the symmetric interval
-``θ_n ± q_level(|root|) / sqrt(n)`` and the subsampling z ``θ_n / (sd(root) / sqrt(n))``.
+``m = ceil(n ** m_rate)`` rows without replacement per replicate; the root
+``sqrt(m n / (n - m)) (θ_m - θ_n)`` estimates the law of ``sqrt(n) (θ_n - θ)``, giving the symmetric
+interval ``θ_n ± q_level(|root|) / sqrt(n)`` and the subsampling z ``θ_n / (sd(root) / sqrt(n))``. The
+factor ``n / (n - m)`` is the finite-population correction of drawing without replacement (θ_m and θ_n
+share m rows: for a mean, var(θ_m - θ_n) = σ² (1/m - 1/n)); without it the intervals undercover at the
+sizes used here (measured at level 0.9, n = 100: 0.80-0.86 without, 0.87-0.91 with;
+``benches/coverage_intervals.py``).
 """
 
 from __future__ import annotations
@@ -63,8 +67,8 @@ class CoefficientIntervals:
 
 def _root_interval(full: FloatArray, subs: FloatArray, n: int, m: int, level: float) -> tuple[FloatArray, FloatArray]:
     """Symmetric subsampling interval ``θ_n ± q_level(|root|) / sqrt(n)`` and the standard error
-    ``sd(root) / sqrt(n)``, with the root ``sqrt(m) (θ_m - θ_n)``."""
-    root = math.sqrt(m) * (subs - full[None, :])
+    ``sd(root) / sqrt(n)``, with the root ``sqrt(m n / (n - m)) (θ_m - θ_n)`` (finite-population corrected)."""
+    root = math.sqrt(m * n / (n - m)) * (subs - full[None, :])
     half = np.quantile(np.abs(root), level, axis=0) / math.sqrt(n)
     se = root.std(axis=0, ddof=1) / math.sqrt(n)
     return np.stack([full - half, full + half], axis=1), se

@@ -232,9 +232,9 @@ def split_test_result(
     """The NB test on the per-split ``rs`` (train sizes ``n_train``; the core's ``nb_outcome``), the
     permutation p-value from ``null_fn()`` when the route is the NB-permutation test."""
     method = route.run
+    # aligned too: the Dask path's per-split values arrive from workers in unaligned buffers
     nb = _core.inference_nb_outcome(
-        np.ascontiguousarray(rs, dtype=np.float64), np.ascontiguousarray(n_train, dtype=np.float64), n, level,
-        rho_hat_defined,
+        np.require(rs, np.float64, ["C", "A"]), np.require(n_train, np.float64, ["C", "A"]), n, level, rho_hat_defined,
     )
     n_undefined = int(nb["n_undefined"])
     if n_undefined:

@@ -45,13 +45,17 @@ pub(crate) use with_matrix;
 /// The row-major values of a C-contiguous 2-D array and its shape.
 pub fn slice2<'a, T: Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> PyResult<(&'a [T], usize, usize)> {
     let (r, c) = (a.shape()[0], a.shape()[1]);
-    let s = a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be C-contiguous")))?;
+    let s = a.as_slice().map_err(|_| {
+        PyValueError::new_err(format!("{name} must be C-contiguous and aligned (np.require(a, requirements=\"CA\"))"))
+    })?;
     Ok((s, r, c))
 }
 
 /// The values of a contiguous 1-D array.
 pub fn slice1<'a, T: Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))
+    a.as_slice().map_err(|_| {
+        PyValueError::new_err(format!("{name} must be contiguous and aligned (np.require(a, requirements=\"CA\"))"))
+    })
 }
 
 /// [`slice1`] of an optional array.
