@@ -9,8 +9,9 @@ use crate::inference::fit::{Data, Learner, Rotation, Spec};
 use crate::inference::nb::{self, NbResult};
 use crate::inference::route::{self, kish_n_eff, numpy_mean, power_of_two_scaled, Gate, LearnerKind, Method, Route};
 use crate::inference::splits::{self, permutation, permutation_p};
-use crate::inference::{baselines, perm, pls2};
+use crate::inference::{baselines, perm, pls2, plssvd, spls};
 use crate::threads::with_threads;
+use std::sync::atomic::AtomicBool;
 
 /// What a test needs besides the data (the front ends' options after marshalling).
 #[derive(Clone, Debug)]
@@ -502,6 +503,93 @@ pub fn component_tests(
         }
     }
     Ok(ComponentsOutcome { route, k_star, p_values })
+}
+
+/// The two-block PLS-SVD test ([`pls_svd_test`]): the split test of the first latent pair and the
+/// pairs fitted on all rows.
+pub struct PlsSvdOutcome {
+    /// The split test (`k` = 1, the learner rule of [`LearnerKind::PlsSvd`]).
+    pub test: TestOutcome,
+    /// `k` pairs on all rows: both blocks' weights and the singular values.
+    pub fit: plssvd::PlsSvdFit,
+}
+
+/// The two-block PLS-SVD test of `x` (n × p) against `y` (n × q), both row-major: the held-out
+/// latent correlation of the first pair on every split, the NB outcome (ρ̂ defined) and, on the
+/// NB-permutation route, the null with the rows of Y permuted; `k` pairs reported from the fit on
+/// all rows. Uses `o.method` (auto, nb, nb-permutation), the splits, `n_perm`, `force`, `seed` and
+/// `level`; the gate looks at X only. Same steps as Python's `pls_svd_test`.
+#[allow(clippy::too_many_arguments)]
+pub fn pls_svd_test(
+    x: &[f64],
+    n: usize,
+    p: usize,
+    y: &[f64],
+    q: usize,
+    k: usize,
+    o: &TestOptions,
+    cancel: &AtomicBool,
+) -> Result<PlsSvdOutcome> {
+    if !matches!(o.method, Method::Auto | Method::Nb | Method::NbPermutation) {
+        return Err(ThriftyError::invalid("method", "the PLS-SVD test supports auto, nb or nb-permutation"));
+    }
+    check_level(o.level)?;
+    plssvd::Blocks::new(x, y, n, p, q)?; // shapes, finite values, n >= 6
+    for (name, a, c) in [("X", x, p), ("Y", y, q)] {
+        if constant_columns(a, n, c) == c {
+            return Err(ThriftyError::invalid(name, "every column is constant; there is no covariance to find"));
+        }
+    }
+    if k == 0 || k > p.min(q) {
+        return Err(ThriftyError::invalid(
+            "n_components",
+            format!("must be in [1, min(p, q)] = [1, {}], got {k}", p.min(q)),
+        ));
+    }
+    let xs = power_of_two_scaled(x, n, p, true);
+    let ys = power_of_two_scaled(y, n, q, true);
+    let bl = plssvd::Blocks::new(&xs, &ys, n, p, q)?;
+    let route = route_of(&xs, n, p, None, LearnerKind::PlsSvd, 1, false, o.method, o.force, false)?;
+    let mut out = TestOutcome::empty(route, 1, constant_columns(&xs, n, p));
+    let trains = trains_for(o, n, 1)?;
+    let sp = splits::splits_from_train(n, 1, &trains)?;
+    let r = plssvd::split_correlations(&bl, &sp, cancel)?;
+    let sizes: Vec<f64> = trains.iter().map(|t| t.len() as f64).collect();
+    let oc = nb_outcome(&r, &sizes, n, o.level, true)?;
+    let mut p_value = oc.nb.p_value;
+    if out.route.run == Method::NbPermutation {
+        // in chunks of at most ~4M permuted entries (Python's chunks; permutation b has its own stream)
+        let b = at_least(o.n_perm, "n_perm", 1)?;
+        let chunk = b.min((1usize << 22) / (n * q).max(1)).max(1);
+        for start in (0..b).step_by(chunk) {
+            let count = chunk.min(b - start);
+            out.null.extend(plssvd::permutation_null(&bl, &sp, o.seed, start as u64, count, cancel)?);
+        }
+        p_value = permutation_p(oc.nb.z_mean, &out.null);
+    }
+    out.set_nb(oc, p_value);
+    out.r = r;
+    out.trains = trains;
+    // the blocks are standardised, so the exact power-of-two rescaling of their columns cancels
+    let fit = plssvd::fit(&bl, k)?;
+    Ok(PlsSvdOutcome { test: out, fit })
+}
+
+/// The sparse PLS1 basis of `learner = spls` fitted on all rows, on the data as the test sees them
+/// (exactly rescaled by powers of two): the `result.basis` of Python's `subspace_test`. `keep` 0:
+/// the cross-validated keep-count.
+pub fn spls_basis(
+    x: &[f64],
+    n: usize,
+    p: usize,
+    y: &[f64],
+    w: Option<&[f64]>,
+    k: usize,
+    keep: usize,
+) -> Result<spls::SplsFit> {
+    let xs = power_of_two_scaled(x, n, p, true);
+    let ys = power_of_two_scaled(y, n, 1, false);
+    spls::spls_fit(&Data::new(&xs, n, p, &ys, w)?, k, keep)
 }
 
 #[cfg(test)]
