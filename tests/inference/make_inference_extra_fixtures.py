@@ -13,13 +13,12 @@ percentile intervals, to 1e-12). Made with ``python tests/inference/make_inferen
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
-from make_inference_fixtures import encode, inputs, resolve
+from make_inference_fixtures import encode, resolve, write
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "fixtures" / "inference_extra.json"
@@ -89,18 +88,8 @@ def run_case(name: str, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(path: Path) -> None:
-    data = inputs()
-    out: dict[str, Any] = {
-        "about": "made by tests/inference/make_inference_extra_fixtures.py; see its docstring "
-        "(the inputs are those of inference.json)",
-        "cases": {},
-    }
-    for name, (func, args, kwargs, r_args) in CASES.items():
-        entry = run_case(name, data)
-        entry["call"] = {"function": func, "args": args, "kwargs": kwargs, "r": r_args}
-        out["cases"][name] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, allow_nan=False, indent=None, separators=(",", ":")) + "\n")
+    about = "made by tests/inference/make_inference_extra_fixtures.py; see its docstring (the inputs are those of inference.json)"
+    write(path, about, CASES, run_case, with_inputs=False)
 
 
 if __name__ == "__main__":

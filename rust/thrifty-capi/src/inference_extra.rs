@@ -6,6 +6,7 @@
 //! included) and the runs are `thrifty_core::inference::{run, select, stability, intervals}`, the
 //! code the Python package calls, so the same seed gives the same numbers in Python, R and C.
 //! Every call runs through `crate::enter` (thread pool, Ctrl-C).
+use std::borrow::Cow;
 use std::sync::atomic::AtomicBool;
 
 use thrifty_core::inference::{intervals, run, select, stability, Data};
@@ -14,6 +15,19 @@ use crate::inference::{
     at_least, core_options, explicit_splits, result_of, write_vectors, ThriftySubspaceOptions, ThriftySubspaceResult,
 };
 use crate::{enter, guard, matrix, opt_slice, out, put, size2, slice, threads, write_matrix, Fail, Res};
+
+/// X (row-major), y and the optional weights of a call.
+#[allow(clippy::type_complexity)]
+unsafe fn xyw<'a>(
+    x: *const f64,
+    n: usize,
+    p: usize,
+    layout: i32,
+    y: *const f64,
+    weights: *const f64,
+) -> Res<(Cow<'a, [f64]>, &'a [f64], Option<&'a [f64]>)> {
+    Ok((matrix(x, n, p, layout, "x")?, slice(y, n, "y")?, opt_slice(weights, n)))
+}
 
 /// An optional output matrix (`rows × cols` in `layout`): NULL skips it.
 unsafe fn put_matrix(dst: *mut f64, src: &[f64], rows: usize, cols: usize, layout: i32, arg: &str) -> Res<()> {
@@ -45,9 +59,7 @@ pub unsafe extern "C" fn thrifty_spls_basis(
     keep_out: *mut i64,
 ) -> i32 {
     guard(|| {
-        let xs = matrix(x, n, p, layout, "x")?;
-        let ys = slice(y, n, "y")?;
-        let w = opt_slice(weights, n);
+        let (xs, ys, w) = xyw(x, n, p, layout, y, weights)?;
         let k = at_least(n_components, "n_components", 1)?;
         let keep = at_least(spls_keep, "spls_keep", 0)?;
         if basis_out.is_null() {
@@ -159,8 +171,7 @@ pub unsafe extern "C" fn thrifty_select_n_components(
     se_out: *mut f64,
 ) -> i32 {
     guard(|| {
-        let xs = matrix(x, n, p, layout, "x")?;
-        let ys = slice(y, n, "y")?;
+        let (xs, ys, _) = xyw(x, n, p, layout, y, std::ptr::null())?;
         let kmax = at_least(k_max, "k_max", 1)?;
         let keep = match at_least(spls_keep, "spls_keep", 0)? {
             0 => p,
@@ -214,8 +225,7 @@ pub unsafe extern "C" fn thrifty_rotation_stability(
     weights_out: *mut f64,
 ) -> i32 {
     guard(|| {
-        let xs = matrix(x, n, p, layout, "x")?;
-        let ys = slice(y, n, "y")?;
+        let (xs, ys, _) = xyw(x, n, p, layout, y, std::ptr::null())?;
         let k = at_least(n_components, "n_components", 2)?;
         let b = at_least(n_boot, "n_boot", 1)?;
         let jobs = threads(at_least(n_threads, "n_threads", 0)?);
@@ -258,9 +268,7 @@ pub unsafe extern "C" fn thrifty_subsample_replicates(
     leverage_sub_out: *mut f64,
 ) -> i32 {
     guard(|| {
-        let xs = matrix(x, n, p, layout, "x")?;
-        let ys = slice(y, n, "y")?;
-        let w = opt_slice(weights, n);
+        let (xs, ys, w) = xyw(x, n, p, layout, y, weights)?;
         let k = at_least(n_components, "n_components", 1)?;
         let b = at_least(n_sub, "n_sub", 1)?;
         let m = at_least(m, "m", 1)?;
