@@ -613,6 +613,58 @@ mod tests {
     }
 
     #[test]
+    fn pls_svd_test_is_the_split_test_of_the_first_pair_routed_by_the_learner_rule() {
+        let (n, p, q) = (60, 6, 3); // more than 4 columns: no design rule fires
+        let mut r = crate::rng::stream(8, 0);
+        let z: Vec<f64> = (0..n).map(|_| crate::rng::uniform(&mut r) - 0.5).collect();
+        let x: Vec<f64> =
+            (0..n * p).map(|i| crate::rng::uniform(&mut r) + if i % p == 1 { 2.0 * z[i / p] } else { 0.0 }).collect();
+        let y: Vec<f64> =
+            (0..n * q).map(|i| crate::rng::uniform(&mut r) + if i % q == 0 { 2.0 * z[i / q] } else { 0.0 }).collect();
+        let o = TestOptions {
+            k: 2,
+            learner: Learner::Pls,
+            method: Method::Auto,
+            n_splits: 12,
+            n_perm: 29,
+            n_folds: 5,
+            rotate: Rotation::None,
+            force: false,
+            seed: 6,
+            level: 0.95,
+            trains: None,
+            jobs: Some(1),
+        };
+        let cancel = AtomicBool::new(false);
+        let a = pls_svd_test(&x, n, p, &y, q, 2, &o, &cancel).unwrap();
+        // "auto" is the NB-permutation test, silently, with the learner rule's reason
+        let t = &a.test;
+        assert_eq!((t.route.run, t.route.rerouted, t.route.warning.is_none()), (Method::NbPermutation, true, true));
+        assert!(t.route.gate.reasons.iter().any(|s| s.contains("PLS-SVD")));
+        // the steps composed by hand on the same splits give the same numbers
+        let bl = plssvd::Blocks::new(&x, &y, n, p, q).unwrap();
+        let sp = splits::splits_from_train(n, 1, &t.trains).unwrap();
+        let rs = plssvd::split_correlations(&bl, &sp, &cancel).unwrap();
+        assert_eq!(rs, t.r);
+        let null = plssvd::permutation_null(&bl, &sp, 6, 0, 29, &cancel).unwrap();
+        assert_eq!(null, t.null);
+        assert_eq!(t.p_value, permutation_p(t.z_mean, &null));
+        assert_eq!(t.p_value, 1.0 / 30.0); // a strong shared latent variable
+        assert_eq!((a.fit.x_weights.len(), a.fit.y_weights.len(), a.fit.singular_values.len()), (p * 2, q * 2, 2));
+        // forced NB-asymptotic; bad input is an error naming the argument
+        let nb =
+            pls_svd_test(&x, n, p, &y, q, 1, &TestOptions { method: Method::Nb, force: true, ..o.clone() }, &cancel)
+                .unwrap();
+        assert!(nb.test.route.forced && nb.test.null.is_empty() && nb.test.p_value < 0.05, "{}", nb.test.p_value);
+        let bad =
+            |k: usize, m: Method| pls_svd_test(&x, n, p, &y, q, k, &TestOptions { method: m, ..o.clone() }, &cancel);
+        assert!(matches!(bad(4, Method::Auto), Err(ThriftyError::InvalidArgument { .. }))); // k > min(p, q)
+        assert!(matches!(bad(1, Method::Jackknife), Err(ThriftyError::InvalidArgument { .. })));
+        let flat = vec![1.0; n * q];
+        assert!(pls_svd_test(&x, n, p, &flat, q, 1, &o, &cancel).is_err());
+    }
+
+    #[test]
     fn the_run_reroutes_as_the_route_says_and_reproduces_itself() {
         let (n, p) = (80, 6);
         let mut r = crate::rng::stream(3, 0);
