@@ -186,6 +186,7 @@ def inference_split_correlations(
     rotate: str = "none",
     ridge_alpha: float = 1.0,
     spca_n_features: int = 0,
+    spls_keep: int = 0,
     n_jobs: int | None = None,
 ) -> _F1: ...
 def inference_nb_permutation(
@@ -203,6 +204,7 @@ def inference_nb_permutation(
     rotate: str = "none",
     ridge_alpha: float = 1.0,
     spca_n_features: int = 0,
+    spls_keep: int = 0,
     refit: bool = False,
     n_jobs: int | None = None,
 ) -> _F1: ...
@@ -248,6 +250,7 @@ def inference_cv_permutation(
     basis: _F2 | None = None,
     ridge_alpha: float = 1.0,
     spca_n_features: int = 0,
+    spls_keep: int = 0,
     n_jobs: int | None = None,
 ) -> tuple[float, _F1]: ...
 def inference_jackknife(
@@ -375,6 +378,7 @@ def inference_split_null_rs(
     rotate: str = "none",
     ridge_alpha: float = 1.0,
     spca_n_features: int = 0,
+    spls_keep: int = 0,
     n_jobs: int | None = None,
 ) -> _F2: ...
 def inference_null_mean_z(r: _F2) -> _F1: ...

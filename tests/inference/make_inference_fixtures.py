@@ -315,21 +315,25 @@ def run_pinned(names: list[str]) -> dict[str, Any]:
     return result
 
 
-def main(path: Path) -> None:
-    if os.environ.get("OPENBLAS_CORETYPE") != BLAS_CORETYPE:  # numpy is loaded: re-run pinned
+def write(path: Path, about: str, cases: dict[str, Any], run: Any, with_inputs: bool = True) -> None:
+    """Run every case of ``cases`` with ``run(name, data)`` and write them (and the inputs) to ``path``."""
+    if os.environ.get("OPENBLAS_CORETYPE") != BLAS_CORETYPE:  # numpy is loaded: re-run the script pinned
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "OPENBLAS_CORETYPE": BLAS_CORETYPE})
     data = inputs()
-    out: dict[str, Any] = {
-        "about": "made by tests/inference/make_inference_fixtures.py; see its docstring",
-        "inputs": {k: encode(v) for k, v in data.items()},
-        "cases": {},
-    }
-    for name, (func, args, kwargs, r_args) in CASES.items():
-        entry = run_case(name, data)
+    out: dict[str, Any] = {"about": about}
+    if with_inputs:
+        out["inputs"] = {k: encode(v) for k, v in data.items()}
+    out["cases"] = {}
+    for name, (func, args, kwargs, r_args) in cases.items():
+        entry = run(name, data)
         entry["call"] = {"function": func, "args": args, "kwargs": kwargs, "r": r_args}
         out["cases"][name] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, allow_nan=False, indent=None, separators=(",", ":")) + "\n")
+
+
+def main(path: Path) -> None:
+    write(path, "made by tests/inference/make_inference_fixtures.py; see its docstring", CASES, run_case)
 
 
 if __name__ == "__main__":

@@ -24,15 +24,19 @@
        train_offsets = as.double(c(0, cumsum(lengths(splits)))))
 }
 
-.all_reasons <- function(r) {
-  c(.gate_reasons(r), if (length(.gate_reasons(r)) == 0)
-    "the Nadeau-Bengio correction assumes split statistics correlated about 1/2 under the null, which holds for PLS1 with one component, n_eff >= 60 and stable rank >= 8 only")
-}
+# The core's words for a route (the C ABI's thrifty_last_warning / thrifty_last_gate_reasons):
+# its warning, or NULL, and the gate's reasons as a character vector.
+.route_warning <- function(notes) if (nzchar(notes$warning)) notes$warning else NULL
+.route_reasons <- function(notes) if (nzchar(notes$reasons)) strsplit(notes$reasons, "\n", fixed = TRUE)[[1]] else character(0)
 
-.gate_reasons <- function(r) {
-  c(if (r$gate_n_eff < 25) sprintf("effective n = %.3g < 25", r$gate_n_eff),
-    if (r$gate_stable_rank < 3) sprintf("stable rank = %.3g < 3", r$gate_stable_rank),
-    if (r$gate_n_columns <= 4) sprintf("%d columns <= 4", as.integer(r$gate_n_columns)))
+# spls_keep as the C ABI's keep-count: 0 for NULL or "cv" (the cross-validated keep-count).
+.spls_keep <- function(spls_keep, is_spls, p) {
+  if (!is_spls) {
+    if (!is.null(spls_keep)) stop('spls_keep is only used with learner = "spls"', call. = FALSE)
+    return(0)
+  }
+  if (is.null(spls_keep) || identical(spls_keep, "cv")) return(0)
+  .count(spls_keep, "spls_keep", 1, p)
 }
 
 #' Held-out test of a supervised subspace (PLS, supervised PCA, ridge probe or a fixed basis)
@@ -58,8 +62,10 @@
 #'   PLS2 (\code{learner = "pls"}, methods \code{"auto"}, \code{"nb"}, \code{"nb-permutation"}):
 #'   the directions are fitted to all columns and a split's r pools the columns.
 #' @param ncomp Number of directions k (1 <= k <= p, n >= k + 5).
-#' @param learner \code{"pls"}, \code{"spca"}, \code{"ridge"} (one direction), or a numeric p x k
-#'   matrix: a fixed basis applied to x centred by the train mean.
+#' @param learner \code{"pls"}, \code{"spca"}, \code{"ridge"} (one direction), \code{"spls"}
+#'   (sparse PLS1: every direction loads on \code{spls_keep} variables; \code{method = "auto"} runs
+#'   the NB-permutation test), or a numeric p x k matrix: a fixed basis applied to x centred by the
+#'   train mean.
 #' @param method One of \code{"auto"}, \code{"nb"}, \code{"nb-permutation"},
 #'   \code{"cv-permutation-q2"}, \code{"permutation-score"}, \code{"jackknife"}.
 #' @param n_splits Number of random splits J (>= 2); ignored when \code{splits} is given.
@@ -74,17 +80,25 @@
 #' @param n_folds Folds of the CV baselines, segments of the jackknife.
 #' @param ridge_alpha Ridge penalty of the ridge probe (standardised units).
 #' @param spca_n_features Features kept by supervised PCA (default min(p, max(5k, ceiling(p/10)))).
+#' @param spls_keep \code{learner = "spls"} only: variables every direction keeps (1..p), or
+#'   \code{NULL} / \code{"cv"} (default) for the keep-count chosen by 5-fold CV (one-SE rule) on
+#'   every train part and permutation, so the choice never sees held-out rows.
 #' @return An object of class \code{"htest"}: \code{statistic} (the NB t; the CV score; the largest
 #'   |t| for the jackknife), \code{parameter} (degrees of freedom), \code{p.value},
 #'   \code{conf.int} and \code{estimate} (the held-out correlation tanh(mean z)), \code{method},
 #'   \code{alternative = "greater"}, \code{data.name}; and \code{r} (per-split correlations),
 #'   \code{null.distribution}, \code{seed}, \code{rho_hat}, \code{gate} and \code{splits} (the
-#'   train rows used, 1-based). \code{print} and \code{broom::tidy} work as for any \code{htest}.
+#'   train rows used, 1-based); \code{gate$reasons} holds the core's reasons for a reroute. With
+#'   \code{learner = "spls"}, \code{basis} is the sparse p x k weight matrix fitted on all rows
+#'   (the selected variables are its non-zero rows) and \code{spls_keep} the keep-count it used.
+#'   \code{print} and \code{broom::tidy} work as for any \code{htest}.
 #' @examples
 #' set.seed(1)
 #' x <- matrix(rnorm(200 * 20), 200, 20)
 #' y <- x[, 1] + rnorm(200)
 #' subspace_test(x, y, seed = 1, threads = 1)
+#' sp <- subspace_test(x, y, learner = "spls", spls_keep = 2, n_perm = 99, seed = 1, threads = 1)
+#' which(sp$basis[, 1] != 0) # the selected variables
 #' @export
 subspace_test <- function(x, y, ncomp = 1L, learner = "pls",
                           method = c("auto", "nb", "nb-permutation", "cv-permutation-q2",
@@ -92,7 +106,7 @@ subspace_test <- function(x, y, ncomp = 1L, learner = "pls",
                           n_splits = 50L, n_perm = 1000L, splits = NULL, weights = NULL,
                           rotate = c("none", "varimax"), force = FALSE, seed = NULL,
                           threads = getOption("thrifty.threads", 2L), conf.level = 0.95,
-                          n_folds = 5L, ridge_alpha = 1, spca_n_features = NULL) {
+                          n_folds = 5L, ridge_alpha = 1, spca_n_features = NULL, spls_keep = NULL) {
   dname <- paste(deparse1(substitute(x)), "and", deparse1(substitute(y)))
   xm <- .as_data_matrix(x, "x")
   n <- nrow(xm)
@@ -110,7 +124,8 @@ subspace_test <- function(x, y, ncomp = 1L, learner = "pls",
   m <- .match(method, .methods, "method")
   basis <- NULL
   if (is.character(learner)) {
-    lr <- .match(learner, c("pls", "spca", "ridge"), "learner")
+    # the C ABI's THRIFTY_LEARNER_* codes (3 is a basis matrix)
+    lr <- c(0L, 1L, 2L, 4L)[.match(learner, c("pls", "spca", "ridge", "spls"), "learner") + 1L]
   } else {
     basis <- .as_data_matrix(learner, "learner")
     if (nrow(basis) != ncol(xm)) {
@@ -125,23 +140,25 @@ subspace_test <- function(x, y, ncomp = 1L, learner = "pls",
     n_folds = .count(n_folds, "n_folds", 2), rotate = .match(rotate, c("none", "varimax"), "rotate"),
     force = as.double(.flag(force, "force")),
     spca_n_features = if (is.null(spca_n_features)) 0 else .count(spca_n_features, "spca_n_features", 1),
+    spls_keep = .spls_keep(spls_keep, identical(lr, 4L), ncol(xm)),
     threads = .threads(threads), seed = .seed(seed),
     confidence_level = .number(conf.level, "conf.level", 0, 1),
     ridge_alpha = .number(ridge_alpha, "ridge_alpha", 0, Inf), basis = basis),
     .splits_arg(splits, n))
   r <- .Call(thrifty_r_subspace_test, xm, yv, w, opts)
-  .as_htest(r, opts, dname, n)
+  out <- .as_htest(r, opts, dname, n)
+  if (identical(lr, 4L)) { # the sparse basis on all rows: the selected variables
+    b <- .Call(thrifty_r_spls_basis, xm, yv, w, opts$n_components, opts$spls_keep)
+    out$basis <- b$basis
+    out$spls_keep <- b$keep
+  }
+  out
 }
 
 .as_htest <- function(r, opts, dname, n) {
   method <- as.integer(r$method)
-  # As Python: a design rule of the gate warns when it reroutes; the learner rule (NB calibrated
-  # for PLS1 with one component, n_eff >= 60, stable rank >= 8 only) reroutes method = "auto"
-  # silently and warns when "nb" was asked for.
-  if (r$gate_rerouted == 1 && (length(.gate_reasons(r)) > 0 || opts$method == 1)) {
-    warning(sprintf("NB-asymptotic approximation not trusted for this design (%s): running the NB-permutation test instead (force = TRUE overrides)",
-                    paste(.all_reasons(r), collapse = "; ")), call. = FALSE)
-  }
+  # the core's route warning (a design rule rerouted, or "nb" was asked for and rerouted)
+  if (!is.null(msg <- .route_warning(r$notes))) warning(msg, call. = FALSE)
   if (r$n_constant_columns > 0) {
     warning(sprintf("x has %d constant column(s); they are dropped from every fit",
                     as.integer(r$n_constant_columns)), call. = FALSE)
@@ -161,7 +178,8 @@ subspace_test <- function(x, y, ncomp = 1L, learner = "pls",
               ncomp = as.integer(r$n_components),
               gate = list(n_eff = r$gate_n_eff, stable_rank = r$gate_stable_rank,
                           n_columns = as.integer(r$gate_n_columns), reroute = r$gate_reroute == 1,
-                          rerouted = r$gate_rerouted == 1, forced = r$gate_forced == 1),
+                          rerouted = r$gate_rerouted == 1, forced = r$gate_forced == 1,
+                          reasons = .route_reasons(r$notes)),
               splits = splits)
   if (method %in% c(1L, 2L)) {
     out$statistic <- c(t = r$t)
@@ -215,14 +233,11 @@ component_tests <- function(x, y, max_components = NULL, alpha = 0.05,
     n_splits = .count(n_splits, "n_splits", 2), n_perm = .count(n_perm, "n_perm", 1), n_folds = 5,
     rotate = 0L, force = as.double(.flag(force, "force")), spca_n_features = 0,
     threads = .threads(threads), seed = .seed(seed), confidence_level = 0.95, ridge_alpha = 1,
-    basis = NULL), .splits_arg(splits, n))
+    spls_keep = 0, basis = NULL), .splits_arg(splits, n))
   hmax <- if (is.null(max_components)) 0 else .count(max_components, "max_components", 1)
   alpha <- .number(alpha, "alpha", 0, 1)
   r <- .Call(thrifty_r_component_tests, xm, yv, w, opts, hmax, alpha)
-  if (isTRUE(r$gate_rerouted)) {
-    warning("NB-asymptotic approximation not trusted for this design: the whole sequence uses the NB-permutation test (force = TRUE overrides)",
-            call. = FALSE)
-  }
+  if (!is.null(msg <- .route_warning(r$notes))) warning(msg, call. = FALSE)
   structure(list(k_star = r$k_star, p_values = r$p_values, alpha = alpha,
                  method = c("auto", "nb", "nb-permutation")[r$method + 1], seed = r$seed,
                  gate_rerouted = r$gate_rerouted),

@@ -155,6 +155,7 @@ static void fill_options(SEXP opts, ThriftySubspaceOptions *o, int64_t **train, 
   o->rotate = (int64_t)opt_num(opts, "rotate");
   o->force = (int64_t)opt_num(opts, "force");
   o->spca_n_features = (int64_t)opt_num(opts, "spca_n_features");
+  o->spls_keep = (int64_t)opt_num(opts, "spls_keep");
   o->n_threads = (int64_t)opt_num(opts, "threads");
   o->seed = (uint64_t)opt_num(opts, "seed");
   o->confidence_level = opt_num(opts, "confidence_level");
@@ -177,6 +178,43 @@ static void fill_options(SEXP opts, ThriftySubspaceOptions *o, int64_t **train, 
   }
 }
 
+/* The core's words for the route of the call just made: its warning ("" = none) and the gate's
+ * reasons (one string each). Read right after the call, before any other thrifty call. */
+static SEXP route_notes(void) {
+  const char *names[] = {"warning", "reasons"};
+  SEXP out = PROTECT(named_list(2, names));
+  SET_VECTOR_ELT(out, 0, Rf_ScalarString(Rf_mkCharCE(thrifty_last_warning(), CE_UTF8)));
+  SET_VECTOR_ELT(out, 1, Rf_ScalarString(Rf_mkCharCE(thrifty_last_gate_reasons(), CE_UTF8)));
+  UNPROTECT(1);
+  return out;
+}
+
+/* The list of a ThriftySubspaceResult, with the per-split r, the null and the route notes. */
+static SEXP subspace_list(const ThriftySubspaceResult *res, const double *r, const double *nul) {
+  const char *names[] = {"p_value", "statistic", "t", "df", "z_mean", "z_sd", "se", "rho_hat", "r2", "ci_low",
+                         "ci_high", "n_train", "n_test", "method", "n_components", "n_constant_columns", "seed",
+                         "gate_n_eff", "gate_stable_rank", "gate_n_columns", "gate_reroute", "gate_rerouted",
+                         "gate_forced", "r", "null_distribution", "notes"};
+  SEXP notes = PROTECT(route_notes());
+  SEXP out = PROTECT(named_list(26, names));
+  double scal[] = {res->p_value, res->statistic, res->t, res->df, res->z_mean, res->z_sd, res->se, res->rho_hat,
+                   res->r2, res->ci_low, res->ci_high, res->n_train, res->n_test, (double)res->method,
+                   (double)res->n_components, (double)res->n_constant_columns, (double)res->seed, res->gate_n_eff,
+                   res->gate_stable_rank, (double)res->gate_n_columns, (double)res->gate_reroute,
+                   (double)res->gate_rerouted, (double)res->gate_forced};
+  for (int i = 0; i < 23; i++) SET_VECTOR_ELT(out, i, Rf_ScalarReal(scal[i]));
+  SEXP rv = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)res->n_splits));
+  if (res->n_splits > 0) memcpy(REAL(rv), r, (size_t)res->n_splits * sizeof(double));
+  SET_VECTOR_ELT(out, 23, rv);
+  int64_t nn = (res->method == THRIFTY_METHOD_JACKKNIFE || res->method == THRIFTY_METHOD_NB) ? 0 : res->n_perm;
+  SEXP nv = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)nn));
+  if (nn > 0) memcpy(REAL(nv), nul, (size_t)nn * sizeof(double));
+  SET_VECTOR_ELT(out, 24, nv);
+  SET_VECTOR_ELT(out, 25, notes);
+  UNPROTECT(4);
+  return out;
+}
+
 SEXP thrifty_r_subspace_test(SEXP x, SEXP y, SEXP weights, SEXP opts) {
   size_t n = (size_t)Rf_nrows(x), p = (size_t)Rf_ncols(x);
   ThriftySubspaceOptions o;
@@ -193,26 +231,7 @@ SEXP thrifty_r_subspace_test(SEXP x, SEXP y, SEXP weights, SEXP opts) {
   else
     check_status(thrifty_subspace_test(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), opt_real(weights), &o, &res, r,
                                        r_len, nul, null_len));
-  const char *names[] = {"p_value", "statistic", "t", "df", "z_mean", "z_sd", "se", "rho_hat", "r2", "ci_low",
-                         "ci_high", "n_train", "n_test", "method", "n_components", "n_constant_columns", "seed",
-                         "gate_n_eff", "gate_stable_rank", "gate_n_columns", "gate_reroute", "gate_rerouted",
-                         "gate_forced", "r", "null_distribution"};
-  SEXP out = PROTECT(named_list(25, names));
-  double scal[] = {res.p_value, res.statistic, res.t, res.df, res.z_mean, res.z_sd, res.se, res.rho_hat, res.r2,
-                   res.ci_low, res.ci_high, res.n_train, res.n_test, (double)res.method, (double)res.n_components,
-                   (double)res.n_constant_columns, (double)res.seed, res.gate_n_eff, res.gate_stable_rank,
-                   (double)res.gate_n_columns, (double)res.gate_reroute, (double)res.gate_rerouted,
-                   (double)res.gate_forced};
-  for (int i = 0; i < 23; i++) SET_VECTOR_ELT(out, i, Rf_ScalarReal(scal[i]));
-  SEXP rv = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)res.n_splits));
-  if (res.n_splits > 0) memcpy(REAL(rv), r, (size_t)res.n_splits * sizeof(double));
-  SET_VECTOR_ELT(out, 23, rv);
-  int64_t nn = (res.method == THRIFTY_METHOD_JACKKNIFE || res.method == THRIFTY_METHOD_NB) ? 0 : res.n_perm;
-  SEXP nv = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)nn));
-  if (nn > 0) memcpy(REAL(nv), nul, (size_t)nn * sizeof(double));
-  SET_VECTOR_ELT(out, 24, nv);
-  UNPROTECT(3);
-  return out;
+  return subspace_list(&res, r, nul);
 }
 
 SEXP thrifty_r_component_tests(SEXP x, SEXP y, SEXP weights, SEXP opts, SEXP max_components, SEXP alpha) {
@@ -226,8 +245,10 @@ SEXP thrifty_r_component_tests(SEXP x, SEXP y, SEXP weights, SEXP opts, SEXP max
   ThriftyComponentResult res;
   check_status(thrifty_component_tests(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), opt_real(weights), &o,
                                        (int64_t)Rf_asReal(max_components), Rf_asReal(alpha), &res, pv, cap));
-  const char *names[] = {"k_star", "p_values", "method", "gate_reroute", "gate_rerouted", "seed"};
-  SEXP out = PROTECT(named_list(6, names));
+  const char *names[] = {"k_star", "p_values", "method", "gate_reroute", "gate_rerouted", "seed", "notes"};
+  SEXP notes = PROTECT(route_notes());
+  SEXP out = PROTECT(named_list(7, names));
+  SET_VECTOR_ELT(out, 6, notes);
   SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)res.k_star));
   SEXP pvs = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)res.n_steps));
   if (res.n_steps > 0) memcpy(REAL(pvs), pv, (size_t)res.n_steps * sizeof(double));
@@ -236,7 +257,107 @@ SEXP thrifty_r_component_tests(SEXP x, SEXP y, SEXP weights, SEXP opts, SEXP max
   SET_VECTOR_ELT(out, 3, Rf_ScalarLogical((int)res.gate_reroute));
   SET_VECTOR_ELT(out, 4, Rf_ScalarLogical((int)res.gate_rerouted));
   SET_VECTOR_ELT(out, 5, Rf_ScalarReal((double)res.seed));
+  UNPROTECT(3);
+  return out;
+}
+
+/* ---- inference additions ------------------------------------------------------------------ */
+static SEXP real_matrix(size_t rows, size_t cols) {
+  return Rf_allocMatrix(REALSXP, (int)rows, (int)cols);
+}
+
+SEXP thrifty_r_spls_basis(SEXP x, SEXP y, SEXP weights, SEXP k_, SEXP keep_) {
+  size_t n = (size_t)Rf_nrows(x), p = (size_t)Rf_ncols(x), k = as_size(k_);
+  SEXP basis = PROTECT(real_matrix(p, k));
+  int64_t keep = 0;
+  check_status(thrifty_spls_basis(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), opt_real(weights), (int64_t)k,
+                                  (int64_t)Rf_asReal(keep_), REAL(basis), &keep));
+  const char *names[] = {"basis", "keep"};
+  SEXP out = PROTECT(named_list(2, names));
+  SET_VECTOR_ELT(out, 0, basis);
+  SET_VECTOR_ELT(out, 1, Rf_ScalarInteger((int)keep));
   UNPROTECT(2);
+  return out;
+}
+
+SEXP thrifty_r_pls_svd_test(SEXP x, SEXP y, SEXP opts) {
+  size_t n = (size_t)Rf_nrows(x), p = (size_t)Rf_ncols(x), q = (size_t)Rf_ncols(y);
+  ThriftySubspaceOptions o;
+  int64_t *train = NULL, *offsets = NULL;
+  fill_options(opts, &o, &train, &offsets);
+  size_t k = o.n_components > 0 ? (size_t)o.n_components : 1;
+  size_t r_len = o.train_indices ? (size_t)o.n_explicit_splits : (size_t)(o.n_splits > 0 ? o.n_splits : 0);
+  size_t null_len = (size_t)(o.n_perm > 0 ? o.n_perm : 0);
+  double *r = (double *)R_alloc(r_len + 1, sizeof(double));
+  double *nul = (double *)R_alloc(null_len + 1, sizeof(double));
+  SEXP xw = PROTECT(real_matrix(p, k)), yw = PROTECT(real_matrix(q, k));
+  SEXP sv = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)k));
+  ThriftySubspaceResult res;
+  check_status(thrifty_pls_svd_test(REAL(x), n, p, REAL(y), q, THRIFTY_COL_MAJOR, &o, &res, r, r_len, nul, null_len,
+                                    REAL(xw), REAL(yw), REAL(sv)));
+  SEXP test = PROTECT(subspace_list(&res, r, nul));
+  const char *names[] = {"test", "x_weights", "y_weights", "singular_values"};
+  SEXP out = PROTECT(named_list(4, names));
+  SET_VECTOR_ELT(out, 0, test);
+  SET_VECTOR_ELT(out, 1, xw);
+  SET_VECTOR_ELT(out, 2, yw);
+  SET_VECTOR_ELT(out, 3, sv);
+  UNPROTECT(5);
+  return out;
+}
+
+SEXP thrifty_r_select_n_components(SEXP x, SEXP y, SEXP k_max, SEXP keep, SEXP n_folds, SEXP seed, SEXP threads) {
+  size_t n = (size_t)Rf_nrows(x), p = (size_t)Rf_ncols(x), kmax = as_size(k_max), folds = as_size(n_folds);
+  SEXP fold = PROTECT(real_matrix(kmax, folds));
+  SEXP mean = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)kmax)), se = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)kmax));
+  ThriftyCvCurveResult res;
+  check_status(thrifty_select_n_components(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), (int64_t)kmax,
+                                           (int64_t)Rf_asReal(keep), (int64_t)folds, as_seed(seed),
+                                           (int64_t)Rf_asReal(threads), &res, REAL(fold), REAL(mean), REAL(se)));
+  const char *names[] = {"choice_max", "choice_one_se", "fold_r2", "mean", "se"};
+  SEXP out = PROTECT(named_list(5, names));
+  SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)res.choice_max));
+  SET_VECTOR_ELT(out, 1, Rf_ScalarInteger((int)res.choice_one_se));
+  SET_VECTOR_ELT(out, 2, fold);
+  SET_VECTOR_ELT(out, 3, mean);
+  SET_VECTOR_ELT(out, 4, se);
+  UNPROTECT(4);
+  return out;
+}
+
+SEXP thrifty_r_rotation_stability(SEXP x, SEXP y, SEXP k_, SEXP n_boot, SEXP seed, SEXP threads) {
+  size_t n = (size_t)Rf_nrows(x), p = (size_t)Rf_ncols(x), k = as_size(k_), b = as_size(n_boot);
+  SEXP rot = PROTECT(real_matrix(b, k)), unrot = PROTECT(real_matrix(b, k));
+  SEXP axes = PROTECT(real_matrix(p, k)), w = PROTECT(real_matrix(p, k));
+  check_status(thrifty_rotation_stability(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), (int64_t)k, (int64_t)b,
+                                          as_seed(seed), (int64_t)Rf_asReal(threads), REAL(rot), REAL(unrot),
+                                          REAL(axes), REAL(w)));
+  const char *names[] = {"congruence", "congruence_unrotated", "axes", "weights"};
+  SEXP out = PROTECT(named_list(4, names));
+  SET_VECTOR_ELT(out, 0, rot);
+  SET_VECTOR_ELT(out, 1, unrot);
+  SET_VECTOR_ELT(out, 2, axes);
+  SET_VECTOR_ELT(out, 3, w);
+  UNPROTECT(5);
+  return out;
+}
+
+SEXP thrifty_r_subsample_replicates(SEXP x, SEXP y, SEXP weights, SEXP k_, SEXP n_sub, SEXP m_, SEXP seed,
+                                    SEXP threads) {
+  size_t n = (size_t)Rf_nrows(x), p = (size_t)Rf_ncols(x), b = as_size(n_sub);
+  SEXP coef = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)p)), lev = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)p));
+  SEXP csub = PROTECT(real_matrix(b, p)), lsub = PROTECT(real_matrix(b, p));
+  check_status(thrifty_subsample_replicates(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), opt_real(weights),
+                                            (int64_t)Rf_asReal(k_), (int64_t)b, (int64_t)Rf_asReal(m_),
+                                            as_seed(seed), (int64_t)Rf_asReal(threads), REAL(coef), REAL(lev),
+                                            REAL(csub), REAL(lsub)));
+  const char *names[] = {"coef", "leverage", "coef_sub", "leverage_sub"};
+  SEXP out = PROTECT(named_list(4, names));
+  SET_VECTOR_ELT(out, 0, coef);
+  SET_VECTOR_ELT(out, 1, lev);
+  SET_VECTOR_ELT(out, 2, csub);
+  SET_VECTOR_ELT(out, 3, lsub);
+  UNPROTECT(5);
   return out;
 }
 
@@ -381,6 +502,11 @@ static const R_CallMethodDef call_methods[] = {
     {"thrifty_r_kmeans_transform", (DL_FUNC)&thrifty_r_kmeans_transform, 3},
     {"thrifty_r_subspace_test", (DL_FUNC)&thrifty_r_subspace_test, 4},
     {"thrifty_r_component_tests", (DL_FUNC)&thrifty_r_component_tests, 6},
+    {"thrifty_r_spls_basis", (DL_FUNC)&thrifty_r_spls_basis, 5},
+    {"thrifty_r_pls_svd_test", (DL_FUNC)&thrifty_r_pls_svd_test, 3},
+    {"thrifty_r_select_n_components", (DL_FUNC)&thrifty_r_select_n_components, 7},
+    {"thrifty_r_rotation_stability", (DL_FUNC)&thrifty_r_rotation_stability, 6},
+    {"thrifty_r_subsample_replicates", (DL_FUNC)&thrifty_r_subsample_replicates, 8},
     {"thrifty_r_orthonormalize", (DL_FUNC)&thrifty_r_orthonormalize, 2},
     {"thrifty_r_projection_sample", (DL_FUNC)&thrifty_r_projection_sample, 6},
     {"thrifty_r_lensemble_sample", (DL_FUNC)&thrifty_r_lensemble_sample, 5},

@@ -141,7 +141,7 @@ def _nb_permutation_null(pb: Problem, trains: list[IntArray], n_perm: int) -> Fl
             if core_route:
                 out[start : start + count] = _core.inference_nb_permutation(
                     pb.xs, pb.ys, pb.w, lr.core, lr.k, trains, pb.seed, start, count, basis=lr.basis, rotate=pb.rot,
-                    ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, n_jobs=pb.jobs,
+                    ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, spls_keep=pb.spls_keep, n_jobs=pb.jobs,
                 )
             else:
                 out[start] = null_mean_z_refit(pb, trains, start)
@@ -312,7 +312,7 @@ def subspace_test(
     route = _resolve_route(pb, method, force)
     result = _run(pb, route, n_splits, splits, n_perm, n_folds)
     if pb.lr.kind == "spls" and isinstance(result, SubspaceTestResult):  # the selected variables, on all rows
-        result = dataclasses.replace(result, basis=_spls.fitted_basis(pb.xs, pb.ys, pb.w, pb.lr.k, pb.spca_n_features))
+        result = dataclasses.replace(result, basis=_spls.fitted_basis(pb.xs, pb.ys, pb.w, pb.lr.k, pb.spls_keep))
     return result
 
 
@@ -353,8 +353,7 @@ def _prepare_problem(
     level = check_float(confidence_level, "confidence_level", 0.0, 1.0)
     alpha_ridge = check_float(ridge_alpha, "ridge_alpha", 0.0, math.inf)
     nfeat = 0 if spca_n_features is None else check_int(spca_n_features, "spca_n_features", 1)
-    if (isinstance(learner, str) and learner == "spls") or spls_keep is not None:  # the core reads keep there
-        nfeat = _spls.keep_argument(spls_keep, learner, p)
+    keep = _spls.keep_argument(spls_keep, learner, p)
     jobs = check_inference_n_jobs(n_jobs)
     run_on = _distributed.resolve_backend(backend)
     seed = seed_from_random_state(random_state)
@@ -368,7 +367,7 @@ def _prepare_problem(
     xs = power_of_two_scaled(x, lr.kind in LEARNERS)
     ys = power_of_two_scaled(yv, multi)
     show = None if progress is None else bool(progress)
-    return Problem(x, yv, w, lr, xs, ys, multi, rotate, level, alpha_ridge, nfeat, seed, jobs, show, run_on)
+    return Problem(x, yv, w, lr, xs, ys, multi, rotate, level, alpha_ridge, nfeat, seed, jobs, show, run_on, keep)
 
 
 def _resolve_route(pb: Problem, method: Any, force: Any, sequence: bool = False) -> Route:
@@ -481,7 +480,7 @@ def _run_baseline(pb: Problem, route: Route, n_folds: Any, n_perm: Any) -> Basel
             count = min(chunk, B - start)
             observed, part = _core.inference_cv_permutation(
                 x, yv, w, lr.core, k, folds, pb.seed, start, count, pooled, basis=lr.basis,
-                ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, n_jobs=pb.jobs,
+                ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, spls_keep=pb.spls_keep, n_jobs=pb.jobs,
             )
             null_arr[start : start + count] = np.asarray(part)
             start += count

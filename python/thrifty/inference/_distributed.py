@@ -182,7 +182,7 @@ def _task_null_rs(payload: _Payload, task: tuple[int, int, int, int]) -> FloatAr
     lr = pb.lr
     return np.asarray(_core.inference_split_null_rs(
         pb.xs, pb.ys, pb.w, lr.core, lr.k, _trains(payload, lo, hi), pb.seed, start, count, basis=lr.basis,
-        rotate=pb.rot, ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, n_jobs=1,
+        rotate=pb.rot, ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, spls_keep=pb.spls_keep, n_jobs=1,
     ))
 
 
@@ -198,7 +198,7 @@ def _task_cv(payload: _Payload, task: tuple[int, int, str, int, bool]) -> tuple[
     pb = _on_worker(payload.pb)
     observed, part = _core.inference_cv_permutation(
         pb.xs, pb.ys, pb.w, core, pb.lr.k, folds, pb.seed, start, count, pooled, basis=pb.lr.basis,
-        ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, n_jobs=1,
+        ridge_alpha=pb.ridge_alpha, spca_n_features=pb.spca_n_features, spls_keep=pb.spls_keep, n_jobs=1,
     )
     return float(observed), np.asarray(part)
 

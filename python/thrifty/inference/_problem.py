@@ -151,7 +151,7 @@ def split_rs(pb: Problem, trains: list[IntArray], perm: IntArray | None = None) 
     if lr.kind in LEARNERS or lr.kind == "basis":
         return np.asarray(_core.inference_split_correlations(
             pb.xs, ys, pb.w, lr.core, lr.k, trains, basis=lr.basis, rotate=pb.rot, ridge_alpha=pb.ridge_alpha,
-            spca_n_features=pb.spca_n_features, n_jobs=pb.jobs,
+            spca_n_features=pb.spca_n_features, spls_keep=pb.spls_keep, n_jobs=pb.jobs,
         ))
     yu = pb.y if perm is None else pb.y[perm]
     if lr.kind == "callable":
@@ -209,6 +209,7 @@ class Problem:
     jobs: int | None
     progress: bool | None
     backend: str | None = None  # None: this process; else the joblib backend of the split/permutation work
+    spls_keep: int = 0  # learner="spls": the keep-count (0: cross-validated)
 
     @property
     def rot(self) -> str:

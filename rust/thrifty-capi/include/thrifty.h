@@ -14,7 +14,7 @@
 
 // Version of this C ABI. Bumped whenever a signature, a struct layout or a constant changes
 // incompatibly; bindings compare it with the version they were written for.
-#define THRIFTY_ABI_VERSION 1
+#define THRIFTY_ABI_VERSION 2
 
 // Success.
 #define THRIFTY_OK 0
@@ -96,6 +96,10 @@
 
 // A fixed basis (`options.basis`, p × basis_cols) applied to X centred by the train mean.
 #define THRIFTY_LEARNER_BASIS 3
+
+// Sparse PLS1: every direction loads on `options.spls_keep` variables (0: the keep-count chosen by
+// 5-fold CV on every train part); the basis fitted on all rows is `thrifty_spls_basis`.
+#define THRIFTY_LEARNER_SPLS 4
 
 // NB-asymptotic where it is calibrated (PLS learner, one component, Kish n_eff ≥ 60, stable rank
 // of standardised X not in [3, 8), design gate passed), NB-permutation otherwise (unless `force`).
@@ -211,6 +215,9 @@ typedef struct ThriftySubspaceOptions {
   const int64_t *train_offsets;
   // Number of explicit splits (≥ 2 when `train_indices` is given).
   int64_t n_explicit_splits;
+  // `THRIFTY_LEARNER_SPLS`: variables every direction keeps, in [1, p], or 0 (default) for the
+  // cross-validated keep-count. Must be 0 for other learners.
+  int64_t spls_keep;
 } ThriftySubspaceOptions;
 
 // Result of `thrifty_subspace_test`. Fields that a method does not define are NaN (or 0).
@@ -273,6 +280,15 @@ typedef struct ThriftyComponentResult {
   uint64_t seed;
 } ThriftyComponentResult;
 
+// Result of `thrifty_select_n_components`: the choice of each rule (1-based number of
+// components; 0 when no k could be scored, e.g. folds too small).
+typedef struct ThriftyCvCurveResult {
+  // The k of the largest mean held-out R² (ties: the smaller k).
+  int64_t choice_max;
+  // The smallest k within one standard error of the best mean R² (plskit's `r2_se`).
+  int64_t choice_one_se;
+} ThriftyCvCurveResult;
+
 // Scalars of a k-means fit (all 8-byte fields, so the struct is easy to mirror in any FFI).
 typedef struct ThriftyKmeansInfo {
   // Weighted sum of squared distances to the assigned centre (R's `tot.withinss`).
@@ -309,6 +325,17 @@ const char *thrifty_version(void);
 // The message of the last failed call on this thread ("" after a successful call). The pointer
 // stays valid until the next thrifty call on the same thread; copy the text to keep it.
 const char *thrifty_last_error(void);
+
+// The warning of the last test call on this thread ("" when it gave none): the core's text of a
+// rerouted NB-asymptotic test (Python's `GateWarning`), e.g. "NB-asymptotic approximation not
+// trusted for this design (effective n = 20 < 25): running the NB-permutation test instead
+// (force=True overrides)". Valid until the next thrifty call on the same thread.
+const char *thrifty_last_warning(void);
+
+// The gate's reasons of the last test call on this thread, one per line ("" when no rule fired):
+// the design rules and the learner rule, in the core's words (Python's `result.gate.reasons`).
+// Valid until the next thrifty call on the same thread.
+const char *thrifty_last_gate_reasons(void);
 
 // Always fails with `THRIFTY_ERR_PANIC`: a Rust panic is raised inside and caught at the
 // boundary. Lets bindings and tests check that the panic path returns instead of aborting.
@@ -504,6 +531,130 @@ int32_t thrifty_component_tests(const double *x,
                                 struct ThriftyComponentResult *result_out,
                                 double *p_values_out,
                                 uintptr_t p_len);
+
+// The sparse PLS1 basis that `thrifty_subspace_test` with `THRIFTY_LEARNER_SPLS` fits on all rows
+// (Python's `result.basis`): `x` n × p in `layout`, `y` n, `weights` n or NULL, `n_components` k
+// in [1, min(n, p)], `spls_keep` in [1, p] or 0 for the cross-validated keep-count (then the
+// same count as the test's fit on all rows).
+//
+// `basis_out` (p × k in `layout`) receives the weights W: column a is non-zero on exactly the
+// keep-count rows (fewer only on ties at 0). `keep_out` (NULL allowed) the keep-count used.
+int32_t thrifty_spls_basis(const double *x,
+                           uintptr_t n,
+                           uintptr_t p,
+                           int32_t layout,
+                           const double *y,
+                           const double *weights,
+                           int64_t n_components,
+                           int64_t spls_keep,
+                           double *basis_out,
+                           int64_t *keep_out);
+
+// The two-block PLS-SVD test (see `thrifty.inference.pls_svd_test`): `x` n × p and `y` n × q
+// (both in `layout`, n ≥ 6, neither all constant). On every split both blocks are standardised
+// with train moments, the first singular pair of X̃ᵀỸ (train rows) is found and the split is
+// scored by the held-out correlation of the two latent scores; the NB-asymptotic test averages
+// Fisher's z, the NB-permutation test permutes the rows of Y with the splits fixed.
+//
+// From `options` (NULL = defaults) it uses `n_components` (the pairs reported, in [1, min(p, q)];
+// the test is of the first pair), `method` (AUTO, NB or NB_PERMUTATION; AUTO runs the
+// NB-permutation test: the core's learner rule for PLS-SVD, whose reason is in
+// `thrifty_last_gate_reasons`), `n_splits` or the explicit splits, `n_perm`, `force`, `seed`,
+// `confidence_level` and `n_threads`. The gate looks at X only.
+//
+// `result_out`, `r_out` / `r_len` and `null_out` / `null_len` as `thrifty_subspace_test`. NULL or
+// buffers of k = `n_components` pairs: `x_weights_out` (p × k, `layout`), `y_weights_out`
+// (q × k, `layout`), `singular_values_out` (k: the covariances of the latent pairs) — the fit on
+// all rows (orthonormal columns, the largest-|entry| of each X column positive).
+int32_t thrifty_pls_svd_test(const double *x,
+                             uintptr_t n,
+                             uintptr_t p,
+                             const double *y,
+                             uintptr_t q,
+                             int32_t layout,
+                             const struct ThriftySubspaceOptions *options,
+                             struct ThriftySubspaceResult *result_out,
+                             double *r_out,
+                             uintptr_t r_len,
+                             double *null_out,
+                             uintptr_t null_len,
+                             double *x_weights_out,
+                             double *y_weights_out,
+                             double *singular_values_out);
+
+// The K-fold CV curve of the number of PLS1 components (see `thrifty.inference.
+// select_n_components`, rules "max" and "one-se"; its "sequence" rule is
+// `thrifty_component_tests`): `n_folds` folds drawn from `seed`; every fold standardises its
+// train rows, fits `k_max` components once and scores each k ≤ `k_max` by held-out
+// R² = 1 − SSE/SST. `k_max` in [1, min(n, p)]; `spls_keep` 0 for PLS1, else sparse PLS1 with
+// that keep-count (in [1, p]).
+//
+// `fold_r2_out` (NULL or k_max × n_folds in `layout`): R² of every k and fold (−inf where a fold
+// had fewer components); `mean_out`, `se_out` (NULL or k_max): the mean over folds and its
+// standard error (SD / √n_folds).
+int32_t thrifty_select_n_components(const double *x,
+                                    uintptr_t n,
+                                    uintptr_t p,
+                                    int32_t layout,
+                                    const double *y,
+                                    int64_t k_max,
+                                    int64_t spls_keep,
+                                    int64_t n_folds,
+                                    uint64_t seed,
+                                    int64_t n_threads,
+                                    struct ThriftyCvCurveResult *result_out,
+                                    double *fold_r2_out,
+                                    double *mean_out,
+                                    double *se_out);
+
+// Bootstrap stability of the varimax axes of a PLS1 fit (see `thrifty.inference.
+// rotation_stability`): the k = `n_components` PLS1 weights fitted on all rows (standardised) are
+// varimax-rotated into reference axes; every one of `n_boot` resamples (rows with replacement,
+// drawn from `seed`) is refitted and rotated, matched to the reference by the signed permutation
+// maximising the summed |Tucker congruence|, and the congruence of each matched axis recorded.
+// `n_components` in [2, min(8, p, n − 2)], `n_boot` ≥ 1.
+//
+// Outputs (NULL skips one), in `layout`: `congruence_out` and `congruence_unrotated_out`
+// (n_boot × k; NaN rows where a resample's fit degenerated), `axes_out` and `weights_out` (p × k:
+// the reference varimax axes and the unrotated weights).
+int32_t thrifty_rotation_stability(const double *x,
+                                   uintptr_t n,
+                                   uintptr_t p,
+                                   int32_t layout,
+                                   const double *y,
+                                   int64_t n_components,
+                                   int64_t n_boot,
+                                   uint64_t seed,
+                                   int64_t n_threads,
+                                   double *congruence_out,
+                                   double *congruence_unrotated_out,
+                                   double *axes_out,
+                                   double *weights_out);
+
+// m-out-of-n subsample replicates of PLS1's coefficients β (original units) and per-variable
+// leverage h_j = Σ_a W_ja² (see `thrifty.inference.coefficient_intervals`, which turns them into
+// intervals and z statistics; Python uses m = min(n − 1, ⌈n^m_rate⌉)). Subsample b draws m rows
+// without replacement from `seed` and refits k = `n_components` components; m in [k + 2, n).
+// `weights` n or NULL.
+//
+// Outputs (NULL skips one): `coef_out`, `leverage_out` (p: the fit on all rows) and, in
+// `layout`, `coef_sub_out`, `leverage_sub_out` (n_sub × p; NaN rows where a subsample's fit
+// degenerated).
+int32_t thrifty_subsample_replicates(const double *x,
+                                     uintptr_t n,
+                                     uintptr_t p,
+                                     int32_t layout,
+                                     const double *y,
+                                     const double *weights,
+                                     int64_t n_components,
+                                     int64_t n_sub,
+                                     int64_t m,
+                                     uint64_t seed,
+                                     int64_t n_threads,
+                                     double *coef_out,
+                                     double *leverage_out,
+                                     double *coef_sub_out,
+                                     double *leverage_sub_out);
 
 // Fit k-means to `x` (n × d, `layout`).
 //

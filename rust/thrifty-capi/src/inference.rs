@@ -20,6 +20,9 @@ pub const THRIFTY_LEARNER_SPCA: i64 = 1;
 pub const THRIFTY_LEARNER_RIDGE: i64 = 2;
 /// A fixed basis (`options.basis`, p × basis_cols) applied to X centred by the train mean.
 pub const THRIFTY_LEARNER_BASIS: i64 = 3;
+/// Sparse PLS1: every direction loads on `options.spls_keep` variables (0: the keep-count chosen by
+/// 5-fold CV on every train part); the basis fitted on all rows is `thrifty_spls_basis`.
+pub const THRIFTY_LEARNER_SPLS: i64 = 4;
 
 /// NB-asymptotic where it is calibrated (PLS learner, one component, Kish n_eff ≥ 60, stable rank
 /// of standardised X not in [3, 8), design gate passed), NB-permutation otherwise (unless `force`).
@@ -81,6 +84,9 @@ pub struct ThriftySubspaceOptions {
     pub train_offsets: *const i64,
     /// Number of explicit splits (≥ 2 when `train_indices` is given).
     pub n_explicit_splits: i64,
+    /// `THRIFTY_LEARNER_SPLS`: variables every direction keeps, in [1, p], or 0 (default) for the
+    /// cross-validated keep-count. Must be 0 for other learners.
+    pub spls_keep: i64,
 }
 
 impl Default for ThriftySubspaceOptions {
@@ -104,6 +110,7 @@ impl Default for ThriftySubspaceOptions {
             train_indices: std::ptr::null(),
             train_offsets: std::ptr::null(),
             n_explicit_splits: 0,
+            spls_keep: 0,
         }
     }
 }
@@ -178,7 +185,7 @@ pub unsafe extern "C" fn thrifty_subspace_options_init(options: *mut ThriftySubs
     guard(|| put(options, ThriftySubspaceOptions::default(), "options"))
 }
 
-fn at_least(v: i64, arg: &str, min: i64) -> Res<usize> {
+pub(crate) fn at_least(v: i64, arg: &str, min: i64) -> Res<usize> {
     if v < min {
         return Err(Fail::invalid(arg, format!("must be >= {min}, got {v}")));
     }
@@ -191,7 +198,7 @@ fn count(v: i64) -> usize {
 }
 
 /// The core's options from the C struct (codes checked here, values where the core uses them).
-fn core_options(
+pub(crate) fn core_options(
     o: &ThriftySubspaceOptions,
     basis: Option<Vec<f64>>,
     trains: Option<Vec<Vec<i64>>>,
@@ -212,13 +219,18 @@ fn core_options(
         return Err(Fail::invalid("ridge_alpha", format!("must be in (0, inf), got {}", o.ridge_alpha)));
     }
     let nfeat = at_least(o.spca_n_features, "spca_n_features", 0)?;
+    let keep = at_least(o.spls_keep, "spls_keep", 0)?;
+    if keep > 0 && o.learner != THRIFTY_LEARNER_SPLS {
+        return Err(Fail::invalid("spls_keep", "is only used with THRIFTY_LEARNER_SPLS; leave it 0"));
+    }
     let jobs = threads(at_least(o.n_threads, "n_threads", 0)?);
     let learner = match o.learner {
         THRIFTY_LEARNER_PLS => Learner::Pls,
         THRIFTY_LEARNER_SPCA => Learner::Spca { n_features: nfeat },
         THRIFTY_LEARNER_RIDGE => Learner::Ridge { alpha: o.ridge_alpha },
         THRIFTY_LEARNER_BASIS => Learner::Basis { basis: basis.ok_or_else(|| Fail::null("options.basis"))? },
-        other => return Err(Fail::kind("learner", format!("must be one of THRIFTY_LEARNER_* (0..=3), got {other}"))),
+        THRIFTY_LEARNER_SPLS => Learner::Spls { keep },
+        other => return Err(Fail::kind("learner", format!("must be one of THRIFTY_LEARNER_* (0..=4), got {other}"))),
     };
     Ok(TestOptions {
         k,
@@ -236,12 +248,13 @@ fn core_options(
     })
 }
 
-fn method_code(m: Method) -> i64 {
+pub(crate) fn method_code(m: Method) -> i64 {
     Method::ALL.iter().position(|&a| a == m).unwrap_or(0) as i64
 }
 
 /// The C result of a core outcome.
-fn result_of(oc: &TestOutcome, seed: u64) -> ThriftySubspaceResult {
+pub(crate) fn result_of(oc: &TestOutcome, seed: u64) -> ThriftySubspaceResult {
+    crate::note_route(&oc.route);
     let g = &oc.route.gate;
     let run = oc.route.run;
     ThriftySubspaceResult {
@@ -274,7 +287,7 @@ fn result_of(oc: &TestOutcome, seed: u64) -> ThriftySubspaceResult {
 }
 
 /// Explicit splits from the flat (indices, offsets) form, validated like the Python front end.
-unsafe fn explicit_splits(o: &ThriftySubspaceOptions, n: usize) -> Res<Option<Vec<Vec<i64>>>> {
+pub(crate) unsafe fn explicit_splits(o: &ThriftySubspaceOptions, n: usize) -> Res<Option<Vec<Vec<i64>>>> {
     if o.train_indices.is_null() {
         return Ok(None);
     }
@@ -403,7 +416,7 @@ pub unsafe extern "C" fn thrifty_subspace_test_multi(
     })
 }
 
-unsafe fn write_vectors(
+pub(crate) unsafe fn write_vectors(
     oc: &TestOutcome,
     r_out: *mut f64,
     r_len: usize,
@@ -465,6 +478,7 @@ pub unsafe extern "C" fn thrifty_component_tests(
         }
         let opts = core_options(&o, None, trains)?;
         let oc = run::component_tests(&xs, n, p, ys, w, &opts, Some(hmax), alpha)?;
+        crate::note_route(&oc.route);
         pv[..oc.p_values.len()].copy_from_slice(&oc.p_values);
         let result = ThriftyComponentResult {
             k_star: oc.k_star as i64,

@@ -41,11 +41,12 @@ use thrifty_core::ThriftyError;
 
 pub mod dpp;
 pub mod inference;
+pub mod inference_extra;
 pub mod kmeans;
 
 /// Version of this C ABI. Bumped whenever a signature, a struct layout or a constant changes
 /// incompatibly; bindings compare it with the version they were written for.
-pub const THRIFTY_ABI_VERSION: u32 = 1;
+pub const THRIFTY_ABI_VERSION: u32 = 2;
 
 /// Success.
 pub const THRIFTY_OK: i32 = 0;
@@ -208,15 +209,33 @@ thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
+thread_local! {
+    static LAST_WARNING: RefCell<CString> = RefCell::new(CString::default());
+    static LAST_REASONS: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn c_text(msg: &str) -> CString {
+    // Interior NUL bytes cannot occur in our messages; replace them defensively.
+    CString::new(msg.replace('\0', " ")).unwrap_or_default()
+}
+
+/// Record the route of a test for `thrifty_last_warning` / `thrifty_last_gate_reasons` (the
+/// core's texts, so every front end shows the same words).
+pub(crate) fn note_route(route: &thrifty_core::inference::route::Route) {
+    LAST_WARNING.with(|w| *w.borrow_mut() = c_text(route.warning.as_deref().unwrap_or("")));
+    LAST_REASONS.with(|r| *r.borrow_mut() = c_text(&route.gate.reasons.join("\n")));
+}
+
 fn set_error(msg: &str) {
     // Interior NUL bytes cannot occur in our messages; replace them defensively.
-    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    LAST_ERROR.with(|e| *e.borrow_mut() = c_text(msg));
 }
 
 /// Run one exported call: clear the message, catch panics, map errors to a status.
 pub(crate) fn guard(f: impl FnOnce() -> Res<()>) -> i32 {
     set_error("");
+    LAST_WARNING.with(|w| *w.borrow_mut() = CString::default());
+    LAST_REASONS.with(|r| *r.borrow_mut() = CString::default());
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => THRIFTY_OK,
         Ok(Err(fail)) => {
@@ -253,6 +272,23 @@ pub extern "C" fn thrifty_version() -> *const c_char {
 #[no_mangle]
 pub extern "C" fn thrifty_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// The warning of the last test call on this thread ("" when it gave none): the core's text of a
+/// rerouted NB-asymptotic test (Python's `GateWarning`), e.g. "NB-asymptotic approximation not
+/// trusted for this design (effective n = 20 < 25): running the NB-permutation test instead
+/// (force=True overrides)". Valid until the next thrifty call on the same thread.
+#[no_mangle]
+pub extern "C" fn thrifty_last_warning() -> *const c_char {
+    LAST_WARNING.with(|w| w.borrow().as_ptr())
+}
+
+/// The gate's reasons of the last test call on this thread, one per line ("" when no rule fired):
+/// the design rules and the learner rule, in the core's words (Python's `result.gate.reasons`).
+/// Valid until the next thrifty call on the same thread.
+#[no_mangle]
+pub extern "C" fn thrifty_last_gate_reasons() -> *const c_char {
+    LAST_REASONS.with(|r| r.borrow().as_ptr())
 }
 
 /// Always fails with `THRIFTY_ERR_PANIC`: a Rust panic is raised inside and caught at the

@@ -153,13 +153,14 @@ pub(crate) fn make_spec(
     rotate: &str,
     ridge_alpha: f64,
     spca_n_features: usize,
+    spls_keep: usize,
 ) -> PyResult<Spec> {
     let learner = match learner {
         "pls" => Learner::Pls,
         "spca" => Learner::Spca { n_features: spca_n_features },
         "ridge" => Learner::Ridge { alpha: ridge_alpha },
-        // sparse PLS1 reads its keep-count (0: cross-validated) from the features-kept argument
-        "spls" => Learner::Spls { keep: spca_n_features },
+        // sparse PLS1's keep-count (0: cross-validated)
+        "spls" => Learner::Spls { keep: spls_keep },
         "basis" => {
             let b = basis.ok_or_else(|| to_py(ThriftyError::invalid("learner", "basis array missing")))?;
             Learner::Basis { basis: slice2(&b, "learner")?.0.to_vec() }
@@ -231,7 +232,7 @@ fn inference_permutation(py: Python<'_>, n: usize, seed: u64, b: u64) -> PyResul
 
 /// Held-out r of the learner on each split.
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight, learner, n_components, train, basis=None, bases=None, rotate="none", ridge_alpha=1.0, spca_n_features=0, n_jobs=None))]
+#[pyo3(signature = (x, y, sample_weight, learner, n_components, train, basis=None, bases=None, rotate="none", ridge_alpha=1.0, spca_n_features=0, spls_keep=0, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 fn inference_split_correlations<'py>(
     py: Python<'py>,
@@ -246,9 +247,10 @@ fn inference_split_correlations<'py>(
     rotate: &str,
     ridge_alpha: f64,
     spca_n_features: usize,
+    spls_keep: usize,
     n_jobs: Option<usize>,
 ) -> PyResult<F64s<'py>> {
-    let spec = make_spec(learner, n_components, basis, bases, rotate, ridge_alpha, spca_n_features)?;
+    let spec = make_spec(learner, n_components, basis, bases, rotate, ridge_alpha, spca_n_features, spls_keep)?;
     let xy = Xy::new(&x, &y, &sample_weight)?;
     let trains = train_lists(train)?;
     let r = enter(py, n_jobs, |cancel| {
@@ -261,7 +263,7 @@ fn inference_split_correlations<'py>(
 
 /// Mean Fisher z of the permutations `start .. start + count` with the splits held fixed.
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight, learner, n_components, train, seed, start, count, basis=None, bases=None, rotate="none", ridge_alpha=1.0, spca_n_features=0, refit=false, n_jobs=None))]
+#[pyo3(signature = (x, y, sample_weight, learner, n_components, train, seed, start, count, basis=None, bases=None, rotate="none", ridge_alpha=1.0, spca_n_features=0, spls_keep=0, refit=false, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 fn inference_nb_permutation<'py>(
     py: Python<'py>,
@@ -279,10 +281,11 @@ fn inference_nb_permutation<'py>(
     rotate: &str,
     ridge_alpha: f64,
     spca_n_features: usize,
+    spls_keep: usize,
     refit: bool,
     n_jobs: Option<usize>,
 ) -> PyResult<F64s<'py>> {
-    let spec = make_spec(learner, n_components, basis, bases, rotate, ridge_alpha, spca_n_features)?;
+    let spec = make_spec(learner, n_components, basis, bases, rotate, ridge_alpha, spca_n_features, spls_keep)?;
     let xy = Xy::new(&x, &y, &sample_weight)?;
     let trains = train_lists(train)?;
     let route = if refit { Route::Refit } else { Route::Auto };
@@ -479,7 +482,7 @@ fn inference_deflate<'py>(
 
 /// Cross-validated Q² and its permutation null (permutations `start .. start + count`).
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight, learner, n_components, n_folds, seed, start, count, pooled, basis=None, ridge_alpha=1.0, spca_n_features=0, n_jobs=None))]
+#[pyo3(signature = (x, y, sample_weight, learner, n_components, n_folds, seed, start, count, pooled, basis=None, ridge_alpha=1.0, spca_n_features=0, spls_keep=0, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 fn inference_cv_permutation<'py>(
     py: Python<'py>,
@@ -496,9 +499,10 @@ fn inference_cv_permutation<'py>(
     basis: Option<PyReadonlyArray2<'py, f64>>,
     ridge_alpha: f64,
     spca_n_features: usize,
+    spls_keep: usize,
     n_jobs: Option<usize>,
 ) -> PyResult<(f64, F64s<'py>)> {
-    let spec = make_spec(learner, n_components, basis, None, "none", ridge_alpha, spca_n_features)?;
+    let spec = make_spec(learner, n_components, basis, None, "none", ridge_alpha, spca_n_features, spls_keep)?;
     let xy = Xy::new(&x, &y, &sample_weight)?;
     let (obs, null) = enter(py, n_jobs, |cancel| {
         baselines::cv_permutation_cancellable(&xy.data()?, &spec, n_folds, seed, start, count, pooled, cancel)

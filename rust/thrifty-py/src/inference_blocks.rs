@@ -17,7 +17,7 @@ fn slice2<'a>(a: &'a PyReadonlyArray2<'_, f64>, name: &'static str) -> PyResult<
 /// Null r of the given splits (rows) for permutations `start .. start + count` (columns), as the
 /// single-machine NB-permutation test computes them (names and fixed bases; one y column).
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight, learner, n_components, train, seed, start, count, basis=None, rotate="none", ridge_alpha=1.0, spca_n_features=0, n_jobs=None))]
+#[pyo3(signature = (x, y, sample_weight, learner, n_components, train, seed, start, count, basis=None, rotate="none", ridge_alpha=1.0, spca_n_features=0, spls_keep=0, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 fn inference_split_null_rs<'py>(
     py: Python<'py>,
@@ -34,9 +34,10 @@ fn inference_split_null_rs<'py>(
     rotate: &str,
     ridge_alpha: f64,
     spca_n_features: usize,
+    spls_keep: usize,
     n_jobs: Option<usize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let spec = make_spec(learner, n_components, basis, None, rotate, ridge_alpha, spca_n_features)?;
+    let spec = make_spec(learner, n_components, basis, None, rotate, ridge_alpha, spca_n_features, spls_keep)?;
     let xy = Xy::new(&x, &y, &sample_weight)?;
     let trains = train_lists(train)?;
     let rs = enter(py, n_jobs, |cancel| {

@@ -3,33 +3,7 @@
 # core (tests/inference/make_inference_fixtures.py). Every case with R arguments is recomputed
 # here. Skipped when the source tree's fixture file is not there (e.g. under R CMD check).
 
-fixture_file <- function() {
-  f <- test_path("..", "..", "..", "..", "tests", "inference", "fixtures", "inference.json")
-  if (!file.exists(f)) skip("tests/inference/fixtures/inference.json is not in this tree")
-  skip_if_not_installed("jsonlite")
-  f
-}
-
-fx_num <- function(v) {
-  vapply(v, function(e) {
-    if (is.character(e)) c("NaN" = NaN, "Infinity" = Inf, "-Infinity" = -Inf)[[e]] else as.double(e)
-  }, numeric(1), USE.NAMES = FALSE)
-}
-
-fx_array <- function(a) {
-  v <- if (a$dtype == "f") fx_num(a$data) else as.double(unlist(a$data))
-  shape <- unlist(a$shape)
-  if (length(shape) == 2) matrix(v, shape[1], shape[2], byrow = TRUE) else v
-}
-
-fx_arg <- function(v, inputs) {
-  if (!is.character(v) || !startsWith(v, "@")) return(v)
-  name <- substring(v, 2)
-  if (name == "x[:, :3]") return(fx_array(inputs$x)[, 1:3])
-  a <- fx_array(inputs[[name]])
-  if (name == "splits") return(lapply(seq_len(nrow(a)), function(i) a[i, ] + 1))
-  a
-}
+# (fixture_file, fx_* and expect_split_test: helper-fixtures.R)
 
 test_that("the C ABI reproduces every recorded inference result bit for bit", {
   fx <- jsonlite::fromJSON(fixture_file(), simplifyVector = FALSE)
@@ -39,10 +13,7 @@ test_that("the C ABI reproduces every recorded inference result bit for bit", {
     case <- fx$cases[[name]]
     ra <- case$call$r
     if (is.null(ra)) next
-    args <- lapply(ra, fx_arg, inputs = inputs)
-    if (is.null(args$x)) args$x <- fx_array(inputs$x)
-    if (is.null(args$y)) args$y <- fx_arg(case$call$args[[2]], inputs)
-    args$threads <- 1
+    args <- fx_call_args(case, inputs)
     want <- case$result
     res <- suppressWarnings(do.call(case$call$`function`, args))
     n_cases <- n_cases + 1
@@ -52,26 +23,9 @@ test_that("the C ABI reproduces every recorded inference result bit for bit", {
       expect_identical(res$method, want$method, label = paste(name, "method"))
       next
     }
-    expect_identical(res$p.value, fx_num(want$pvalue), label = paste(name, "p-value"))
-    expect_identical(res$gate$n_eff, fx_num(want$gate$n_eff), label = paste(name, "n_eff"))
-    expect_identical(res$gate$stable_rank, fx_num(want$gate$stable_rank), label = paste(name, "stable rank"))
-    expect_identical(res$gate$rerouted, want$gate$rerouted, label = paste(name, "rerouted"))
-    expect_identical(res$gate$forced, want$gate$forced, label = paste(name, "forced"))
-    if (want$method %in% c("nb", "nb-permutation")) {
-      expect_identical(unname(res$estimate), fx_num(want$statistic), label = paste(name, "statistic"))
-      expect_identical(unname(res$statistic), fx_num(want$t), label = paste(name, "t"))
-      expect_identical(unname(res$parameter), fx_num(want$df), label = paste(name, "df"))
-      expect_identical(as.numeric(res$conf.int), fx_num(want$ci), label = paste(name, "ci"))
-      expect_identical(res$r, fx_array(want$r), label = paste(name, "r"))
-      expect_identical(res$rho_hat, fx_num(want$rho_hat), label = paste(name, "rho_hat"))
-      expect_identical(res$n_train, fx_num(want$n_train), label = paste(name, "n_train"))
-      expect_identical(res$n_test, fx_num(want$n_test), label = paste(name, "n_test"))
-    } else {
-      expect_identical(unname(res$statistic), fx_num(want$statistic), label = paste(name, "statistic"))
-    }
-    if (!is.null(want$null_distribution)) {
-      expect_identical(res$null.distribution, fx_array(want$null_distribution), label = paste(name, "null"))
-    }
+    expect_split_test(res, want, name)
+    # the gate's reasons are the core's words, as in Python
+    expect_identical(res$gate$reasons, as.character(unlist(want$gate$reasons)), label = paste(name, "reasons"))
   }
   expect_gte(n_cases, 40)
 })

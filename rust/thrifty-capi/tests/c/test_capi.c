@@ -373,6 +373,186 @@ static void test_inference(void) {
   free(x), free(xc);
 }
 
+/* ---- inference additions: sparse PLS1, PLS-SVD, CV curve, rotation stability, replicates ---- */
+static int nonzero_in_column(const double *w, size_t p, size_t k, size_t a) {
+  int c = 0;
+  for (size_t j = 0; j < p; j++) c += w[j * k + a] != 0.0;
+  return c;
+}
+
+static void test_inference_extra(void) {
+  const size_t n = 150, p = 10, q = 4;
+  double *x = malloc(n * p * sizeof(double)), *yb = malloc(n * q * sizeof(double)), y[150], z[150];
+  for (size_t i = 0; i < n; i++) z[i] = gauss();
+  for (size_t i = 0; i < n * p; i++) x[i] = gauss();
+  for (size_t i = 0; i < n * q; i++) yb[i] = gauss();
+  for (size_t i = 0; i < n; i++) {
+    x[i * p + 2] += 1.5 * z[i];
+    yb[i * q + 1] += 1.5 * z[i];
+    y[i] = 2.0 * x[i * p + 3] - 1.5 * x[i * p + 7] + 0.5 * gauss();
+  }
+  double *xc = to_col(x, n, p), *ybc = to_col(yb, n, q);
+  ThriftySubspaceOptions o;
+  ThriftySubspaceResult res, res_c;
+  double r[20], nul[40];
+
+  /* sparse PLS1 in the subspace test: the learner rule reroutes "auto" to NB-permutation, silently */
+  EXPECT_OK(thrifty_subspace_options_init(&o));
+  o.learner = THRIFTY_LEARNER_SPLS, o.spls_keep = 2, o.n_splits = 20, o.n_perm = 40, o.seed = 3;
+  EXPECT_OK(thrifty_subspace_test(x, n, p, THRIFTY_ROW_MAJOR, y, NULL, &o, &res, r, 20, nul, 40));
+  CHECK(res.method == THRIFTY_METHOD_NB_PERMUTATION && res.gate_rerouted == 1 && res.n_perm == 40);
+  CHECK(fabs(res.p_value - 1.0 / 41.0) < 1e-12 && res.statistic > 0.5);
+  CHECK(thrifty_last_warning()[0] == '\0' && strstr(thrifty_last_gate_reasons(), "learner='spls'") != NULL);
+  EXPECT_OK(thrifty_subspace_test(xc, n, p, THRIFTY_COL_MAJOR, y, NULL, &o, &res_c, NULL, 0, NULL, 0));
+  CHECK(res_c.p_value == res.p_value && res_c.statistic == res.statistic);
+  o.method = THRIFTY_METHOD_NB; /* asked for and rerouted: the core's warning */
+  EXPECT_OK(thrifty_subspace_test(x, n, p, THRIFTY_ROW_MAJOR, y, NULL, &o, &res, NULL, 0, NULL, 0));
+  CHECK(strstr(thrifty_last_warning(), "NB-asymptotic approximation not trusted") != NULL);
+  o.method = THRIFTY_METHOD_AUTO, o.spls_keep = 0; /* 0: the cross-validated keep-count */
+  EXPECT_OK(thrifty_subspace_test(x, n, p, THRIFTY_ROW_MAJOR, y, NULL, &o, &res, NULL, 0, NULL, 0));
+  CHECK(res.p_value < 0.05);
+  o.spls_keep = (int64_t)p + 1;
+  EXPECT_ERR(thrifty_subspace_test(x, n, p, 0, y, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_INVALID_ARGUMENT);
+  o.spls_keep = -1;
+  EXPECT_ERR(thrifty_subspace_test(x, n, p, 0, y, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_INVALID_ARGUMENT);
+  o.learner = THRIFTY_LEARNER_PLS, o.spls_keep = 2; /* keep is for the spls learner only */
+  EXPECT_ERR(thrifty_subspace_test(x, n, p, 0, y, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_INVALID_ARGUMENT);
+  o.learner = 5, o.spls_keep = 0;
+  EXPECT_ERR(thrifty_subspace_test(x, n, p, 0, y, NULL, &o, &res, NULL, 0, NULL, 0), THRIFTY_ERR_TYPE);
+
+  /* the sparse basis on all rows: exactly keep non-zero rows per column, the planted variables */
+  double basis[10 * 2], basis_c[10 * 2];
+  int64_t keep = -1;
+  EXPECT_OK(thrifty_spls_basis(x, n, p, THRIFTY_ROW_MAJOR, y, NULL, 2, 2, basis, &keep));
+  CHECK(keep == 2 && nonzero_in_column(basis, p, 2, 0) == 2 && nonzero_in_column(basis, p, 2, 1) == 2);
+  CHECK(basis[3 * 2] != 0.0 && basis[7 * 2] != 0.0);
+  EXPECT_OK(thrifty_spls_basis(xc, n, p, THRIFTY_COL_MAJOR, y, NULL, 2, 2, basis_c, NULL));
+  CHECK(basis_c[0 * n + 3] == basis[3 * 2] && basis_c[1 * p + 7] == basis[7 * 2 + 1]);
+  EXPECT_OK(thrifty_spls_basis(x, n, p, THRIFTY_ROW_MAJOR, y, NULL, 1, 0, basis, &keep));
+  CHECK(keep >= 1 && keep <= (int64_t)p);
+  EXPECT_ERR(thrifty_spls_basis(x, n, p, 0, y, NULL, 2, 11, basis, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_spls_basis(x, n, p, 0, y, NULL, 0, 2, basis, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_spls_basis(x, n, p, 0, y, NULL, 11, 2, basis, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_spls_basis(x, n, p, 0, y, NULL, 2, 2, NULL, NULL), THRIFTY_ERR_NULL_POINTER);
+  EXPECT_ERR(thrifty_spls_basis(x, n, p, 0, NULL, NULL, 2, 2, basis, NULL), THRIFTY_ERR_NULL_POINTER);
+  EXPECT_ERR(thrifty_spls_basis(x, n, p, 7, y, NULL, 2, 2, basis, NULL), THRIFTY_ERR_TYPE);
+
+  /* PLS-SVD: the pair finds the shared latent, "auto" is the NB-permutation test */
+  double xw[10 * 2], yw[4 * 2], sv[2], xw_c[10 * 2];
+  EXPECT_OK(thrifty_subspace_options_init(&o));
+  o.n_components = 2, o.n_splits = 20, o.n_perm = 40, o.seed = 5;
+  EXPECT_OK(thrifty_pls_svd_test(x, n, p, yb, q, THRIFTY_ROW_MAJOR, &o, &res, r, 20, nul, 40, xw, yw, sv));
+  CHECK(res.method == THRIFTY_METHOD_NB_PERMUTATION && res.n_perm == 40 && res.n_splits == 20);
+  CHECK(fabs(res.p_value - 1.0 / 41.0) < 1e-12 && res.statistic > 0.5 && sv[0] >= sv[1] && sv[1] > 0.0);
+  CHECK(fabs(xw[2 * 2]) > 0.9 && fabs(yw[1 * 2]) > 0.9 && xw[2 * 2] > 0.0);
+  CHECK(strstr(thrifty_last_gate_reasons(), "PLS-SVD") != NULL && thrifty_last_warning()[0] == '\0');
+  EXPECT_OK(thrifty_pls_svd_test(xc, n, p, ybc, q, THRIFTY_COL_MAJOR, &o, &res_c, NULL, 0, NULL, 0, xw_c, NULL, NULL));
+  CHECK(res_c.p_value == res.p_value && res_c.statistic == res.statistic && xw_c[0 * n + 2] == xw[2 * 2]);
+  CHECK(xw_c[1 * p + 5] == xw[5 * 2 + 1]);
+  o.method = THRIFTY_METHOD_NB, o.force = 1; /* forced NB-asymptotic */
+  EXPECT_OK(thrifty_pls_svd_test(x, n, p, yb, q, THRIFTY_ROW_MAJOR, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL));
+  CHECK(res.method == THRIFTY_METHOD_NB && res.gate_forced == 1 && res.p_value < 1e-4 && res.n_perm == 0);
+  o.force = 0;
+  EXPECT_OK(thrifty_pls_svd_test(x, n, p, yb, q, THRIFTY_ROW_MAJOR, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL));
+  CHECK(res.method == THRIFTY_METHOD_NB_PERMUTATION && strstr(thrifty_last_warning(), "PLS-SVD") != NULL);
+  o.method = THRIFTY_METHOD_AUTO;
+  EXPECT_ERR(thrifty_pls_svd_test(x, n, p, yb, q, 0, &o, &res, r, 5, NULL, 0, NULL, NULL, NULL), THRIFTY_ERR_SHAPE);
+  EXPECT_ERR(thrifty_pls_svd_test(x, n, p, yb, q, 0, &o, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL),
+             THRIFTY_ERR_NULL_POINTER);
+  EXPECT_ERR(thrifty_pls_svd_test(x, n, p, NULL, q, 0, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL),
+             THRIFTY_ERR_NULL_POINTER);
+  EXPECT_ERR(thrifty_pls_svd_test(x, 5, p, yb, q, 0, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_pls_svd_test(x, n, p, yb, 0, 0, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL), THRIFTY_ERR_SHAPE);
+  o.n_components = 5; /* > min(p, q) */
+  EXPECT_ERR(thrifty_pls_svd_test(x, n, p, yb, q, 0, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  o.n_components = 1, o.method = THRIFTY_METHOD_JACKKNIFE;
+  EXPECT_ERR(thrifty_pls_svd_test(x, n, p, yb, q, 0, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  o.method = THRIFTY_METHOD_AUTO, o.confidence_level = 1.0;
+  EXPECT_ERR(thrifty_pls_svd_test(x, n, p, yb, q, 0, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  o.confidence_level = 0.95;
+  double keep_y = yb[3];
+  yb[3] = NAN;
+  EXPECT_ERR(thrifty_pls_svd_test(x, n, p, yb, q, 0, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL),
+             THRIFTY_ERR_NOT_FINITE);
+  yb[3] = keep_y;
+  double *yconst = malloc(n * q * sizeof(double));
+  for (size_t i = 0; i < n * q; i++) yconst[i] = 2.0;
+  EXPECT_ERR(thrifty_pls_svd_test(x, n, p, yconst, q, 0, &o, &res, NULL, 0, NULL, 0, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  free(yconst);
+
+  /* CV curve of the number of components: the planted 2 directions beat 1 */
+  ThriftyCvCurveResult cv;
+  double fold[6 * 5], fold_c[6 * 5], mean[6], se[6];
+  EXPECT_OK(thrifty_select_n_components(x, n, p, THRIFTY_ROW_MAJOR, y, 6, 0, 5, 1, 0, &cv, fold, mean, se));
+  CHECK(cv.choice_max >= 1 && cv.choice_max <= 6 && cv.choice_one_se >= 1 && cv.choice_one_se <= cv.choice_max);
+  CHECK(mean[0] < mean[1] && se[0] > 0.0);
+  double m0 = 0.0;
+  for (int f = 0; f < 5; f++) m0 += fold[f];
+  CHECK(fabs(m0 / 5.0 - mean[0]) < 1e-12);
+  EXPECT_OK(thrifty_select_n_components(xc, n, p, THRIFTY_COL_MAJOR, y, 6, 0, 5, 1, 1, &cv, fold_c, NULL, NULL));
+  CHECK(fold_c[1 * 6 + 2] == fold[2 * 5 + 1]);
+  EXPECT_OK(thrifty_select_n_components(x, n, p, THRIFTY_ROW_MAJOR, y, 3, 2, 5, 1, 0, &cv, NULL, NULL, NULL));
+  EXPECT_ERR(thrifty_select_n_components(x, n, p, 0, y, 11, 0, 5, 1, 0, &cv, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_select_n_components(x, n, p, 0, y, 0, 0, 5, 1, 0, &cv, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_select_n_components(x, n, p, 0, y, 3, 11, 5, 1, 0, &cv, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_select_n_components(x, n, p, 0, y, 3, 0, 1, 1, 0, &cv, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_select_n_components(x, n, p, 0, y, 3, 0, 151, 1, 0, &cv, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_select_n_components(x, n, p, 0, y, 3, 0, 5, 1, 0, NULL, NULL, NULL, NULL),
+             THRIFTY_ERR_NULL_POINTER);
+  EXPECT_ERR(thrifty_select_n_components(x, n, p, 0, y, 3, 0, 5, 1, -1, &cv, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+
+  /* rotation stability: congruences in [0, 1], both layouts identical */
+  const size_t nb = 30;
+  double cong[30 * 2], cong_u[30 * 2], axes[10 * 2], wts[10 * 2], cong_c[30 * 2];
+  EXPECT_OK(thrifty_rotation_stability(x, n, p, THRIFTY_ROW_MAJOR, y, 2, (int64_t)nb, 9, 0, cong, cong_u, axes, wts));
+  int in_range = 1;
+  for (size_t i = 0; i < nb * 2; i++) in_range &= isnan(cong[i]) || (cong[i] >= 0.0 && cong[i] <= 1.0 + 1e-12);
+  CHECK(in_range);
+  double norm = 0.0;
+  for (size_t j = 0; j < p; j++) norm += wts[j * 2] * wts[j * 2];
+  CHECK(fabs(norm - 1.0) < 1e-10);
+  EXPECT_OK(thrifty_rotation_stability(xc, n, p, THRIFTY_COL_MAJOR, y, 2, (int64_t)nb, 9, 1, cong_c, NULL, NULL, NULL));
+  CHECK(cong_c[1 * nb + 4] == cong[4 * 2 + 1] && cong_c[7] == cong[7 * 2]);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 1, 10, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 9, 10, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 2, 0, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, NULL, 2, 10, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_NULL_POINTER);
+
+  /* subsample replicates of beta and leverage */
+  const size_t ns = 20, m = 60;
+  double coef[10], lev[10], csub[20 * 10], lsub[20 * 10], csub_c[20 * 10];
+  EXPECT_OK(thrifty_subsample_replicates(x, n, p, THRIFTY_ROW_MAJOR, y, NULL, 2, (int64_t)ns, (int64_t)m, 4, 0, coef, lev,
+                                         csub, lsub));
+  CHECK(coef[3] > 1.5 && coef[7] < -1.0 && lev[3] > 0.0 && lev[3] <= 1.0 + 1e-12);
+  double lsum = 0.0;
+  for (size_t j = 0; j < p; j++) lsum += lev[j];
+  CHECK(fabs(lsum - 2.0) < 1e-10); /* trace of the projection on k = 2 orthonormal weights */
+  EXPECT_OK(thrifty_subsample_replicates(xc, n, p, THRIFTY_COL_MAJOR, y, NULL, 2, (int64_t)ns, (int64_t)m, 4, 1, NULL,
+                                         NULL, csub_c, NULL));
+  CHECK(csub_c[3 * ns + 5] == csub[5 * p + 3]);
+  EXPECT_ERR(thrifty_subsample_replicates(x, n, p, 0, y, NULL, 2, 10, 3, 4, 0, NULL, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_subsample_replicates(x, n, p, 0, y, NULL, 2, 10, 150, 4, 0, NULL, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_subsample_replicates(x, n, p, 0, y, NULL, 2, 0, 60, 4, 0, NULL, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
+  y[0] = INFINITY;
+  EXPECT_ERR(thrifty_subsample_replicates(x, n, p, 0, y, NULL, 2, 10, 60, 4, 0, NULL, NULL, NULL, NULL),
+             THRIFTY_ERR_NOT_FINITE);
+  free(x), free(yb), free(xc), free(ybc);
+}
+
 /* ---- DPP ----------------------------------------------------------------------------------- */
 static int distinct(const int64_t *a, size_t len, size_t n) {
   for (size_t i = 0; i < len; i++) {
@@ -578,7 +758,7 @@ static void julia_snippet(void) {
   for (size_t j = 0; j < d; j++)
     for (size_t i = 0; i < n; i++) X[j * n + i] = gauss() + 8.0 * (double)((i + 1) % 2);
   for (size_t i = 0; i < n; i++) y[i] = X[i] + gauss();
-  CHECK(thrifty_abi_version() == 1);
+  CHECK(thrifty_abi_version() == 2);
   double centers[2 * 4]; /* Matrix{Float64}(undef, k, d) */
   int32_t labels[500];
   ThriftyKmeansInfo info; /* Ref{KmeansInfo}() */
@@ -654,6 +834,17 @@ static void test_interrupt(void) {
              THRIFTY_ERR_INTERRUPTED);
   CHECK(st.polls == 3 && !st.off_thread);
 
+  /* and so does the PLS-SVD permutation test (two 2000 x 8 blocks, 200000 permutations) */
+  ThriftySubspaceOptions so;
+  ThriftySubspaceResult sres;
+  EXPECT_OK(thrifty_subspace_options_init(&so));
+  so.n_perm = 200000;
+  st.polls = 0;
+  EXPECT_ERR(thrifty_pls_svd_test(x, 2000, d, x + 2000 * d, d, THRIFTY_ROW_MAJOR, &so, &sres, NULL, 0, NULL, 0,
+                                  NULL, NULL, NULL),
+             THRIFTY_ERR_INTERRUPTED);
+  CHECK(st.polls == 3 && !st.off_thread);
+
   /* a check that never says stop changes nothing: the same fit as without a check */
   const size_t n2 = 2000;
   int32_t *labels_ref = malloc(n2 * sizeof(int32_t));
@@ -688,6 +879,7 @@ int main(void) {
   test_dpp();
   test_interrupt();
   julia_snippet();
+  test_inference_extra(); /* last: it draws from the shared data stream */
   printf("thrifty C ABI test: %d checks, %d failures (ABI %u, thrifty %s)\n", checks, failures, thrifty_abi_version(),
          thrifty_version());
   return failures == 0 ? 0 : 1;

@@ -9,8 +9,9 @@ use crate::inference::fit::{Data, Learner, Rotation, Spec};
 use crate::inference::nb::{self, NbResult};
 use crate::inference::route::{self, kish_n_eff, numpy_mean, power_of_two_scaled, Gate, LearnerKind, Method, Route};
 use crate::inference::splits::{self, permutation, permutation_p};
-use crate::inference::{baselines, perm, pls2};
+use crate::inference::{baselines, perm, pls2, plssvd, spls};
 use crate::threads::with_threads;
+use std::sync::atomic::AtomicBool;
 
 /// What a test needs besides the data (the front ends' options after marshalling).
 #[derive(Clone, Debug)]
@@ -504,6 +505,93 @@ pub fn component_tests(
     Ok(ComponentsOutcome { route, k_star, p_values })
 }
 
+/// The two-block PLS-SVD test ([`pls_svd_test`]): the split test of the first latent pair and the
+/// pairs fitted on all rows.
+pub struct PlsSvdOutcome {
+    /// The split test (`k` = 1, the learner rule of [`LearnerKind::PlsSvd`]).
+    pub test: TestOutcome,
+    /// `k` pairs on all rows: both blocks' weights and the singular values.
+    pub fit: plssvd::PlsSvdFit,
+}
+
+/// The two-block PLS-SVD test of `x` (n × p) against `y` (n × q), both row-major: the held-out
+/// latent correlation of the first pair on every split, the NB outcome (ρ̂ defined) and, on the
+/// NB-permutation route, the null with the rows of Y permuted; `k` pairs reported from the fit on
+/// all rows. Uses `o.method` (auto, nb, nb-permutation), the splits, `n_perm`, `force`, `seed` and
+/// `level`; the gate looks at X only. Same steps as Python's `pls_svd_test`.
+#[allow(clippy::too_many_arguments)]
+pub fn pls_svd_test(
+    x: &[f64],
+    n: usize,
+    p: usize,
+    y: &[f64],
+    q: usize,
+    k: usize,
+    o: &TestOptions,
+    cancel: &AtomicBool,
+) -> Result<PlsSvdOutcome> {
+    if !matches!(o.method, Method::Auto | Method::Nb | Method::NbPermutation) {
+        return Err(ThriftyError::invalid("method", "the PLS-SVD test supports auto, nb or nb-permutation"));
+    }
+    check_level(o.level)?;
+    plssvd::Blocks::new(x, y, n, p, q)?; // shapes, finite values, n >= 6
+    for (name, a, c) in [("X", x, p), ("Y", y, q)] {
+        if constant_columns(a, n, c) == c {
+            return Err(ThriftyError::invalid(name, "every column is constant; there is no covariance to find"));
+        }
+    }
+    if k == 0 || k > p.min(q) {
+        return Err(ThriftyError::invalid(
+            "n_components",
+            format!("must be in [1, min(p, q)] = [1, {}], got {k}", p.min(q)),
+        ));
+    }
+    let xs = power_of_two_scaled(x, n, p, true);
+    let ys = power_of_two_scaled(y, n, q, true);
+    let bl = plssvd::Blocks::new(&xs, &ys, n, p, q)?;
+    let route = route_of(&xs, n, p, None, LearnerKind::PlsSvd, 1, false, o.method, o.force, false)?;
+    let mut out = TestOutcome::empty(route, 1, constant_columns(&xs, n, p));
+    let trains = trains_for(o, n, 1)?;
+    let sp = splits::splits_from_train(n, 1, &trains)?;
+    let r = plssvd::split_correlations(&bl, &sp, cancel)?;
+    let sizes: Vec<f64> = trains.iter().map(|t| t.len() as f64).collect();
+    let oc = nb_outcome(&r, &sizes, n, o.level, true)?;
+    let mut p_value = oc.nb.p_value;
+    if out.route.run == Method::NbPermutation {
+        // in chunks of at most ~4M permuted entries (Python's chunks; permutation b has its own stream)
+        let b = at_least(o.n_perm, "n_perm", 1)?;
+        let chunk = b.min((1usize << 22) / (n * q).max(1)).max(1);
+        for start in (0..b).step_by(chunk) {
+            let count = chunk.min(b - start);
+            out.null.extend(plssvd::permutation_null(&bl, &sp, o.seed, start as u64, count, cancel)?);
+        }
+        p_value = permutation_p(oc.nb.z_mean, &out.null);
+    }
+    out.set_nb(oc, p_value);
+    out.r = r;
+    out.trains = trains;
+    // the blocks are standardised, so the exact power-of-two rescaling of their columns cancels
+    let fit = plssvd::fit(&bl, k)?;
+    Ok(PlsSvdOutcome { test: out, fit })
+}
+
+/// The sparse PLS1 basis of `learner = spls` fitted on all rows, on the data as the test sees them
+/// (exactly rescaled by powers of two): the `result.basis` of Python's `subspace_test`. `keep` 0:
+/// the cross-validated keep-count.
+pub fn spls_basis(
+    x: &[f64],
+    n: usize,
+    p: usize,
+    y: &[f64],
+    w: Option<&[f64]>,
+    k: usize,
+    keep: usize,
+) -> Result<spls::SplsFit> {
+    let xs = power_of_two_scaled(x, n, p, true);
+    let ys = power_of_two_scaled(y, n, 1, false);
+    spls::spls_fit(&Data::new(&xs, n, p, &ys, w)?, k, keep)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,6 +610,58 @@ mod tests {
         // no variation between splits: the CI is undefined, the test is not
         let flat = nb_outcome(&[0.2, 0.2, 0.2], &[50.0; 3], 100, 0.95, false).unwrap();
         assert!(flat.nb.ci_low.is_nan() && flat.nb.ci_high.is_nan() && flat.nb.rho_hat.is_nan());
+    }
+
+    #[test]
+    fn pls_svd_test_is_the_split_test_of_the_first_pair_routed_by_the_learner_rule() {
+        let (n, p, q) = (60, 6, 3); // more than 4 columns: no design rule fires
+        let mut r = crate::rng::stream(8, 0);
+        let z: Vec<f64> = (0..n).map(|_| crate::rng::uniform(&mut r) - 0.5).collect();
+        let x: Vec<f64> =
+            (0..n * p).map(|i| crate::rng::uniform(&mut r) + if i % p == 1 { 2.0 * z[i / p] } else { 0.0 }).collect();
+        let y: Vec<f64> =
+            (0..n * q).map(|i| crate::rng::uniform(&mut r) + if i % q == 0 { 2.0 * z[i / q] } else { 0.0 }).collect();
+        let o = TestOptions {
+            k: 2,
+            learner: Learner::Pls,
+            method: Method::Auto,
+            n_splits: 12,
+            n_perm: 29,
+            n_folds: 5,
+            rotate: Rotation::None,
+            force: false,
+            seed: 6,
+            level: 0.95,
+            trains: None,
+            jobs: Some(1),
+        };
+        let cancel = AtomicBool::new(false);
+        let a = pls_svd_test(&x, n, p, &y, q, 2, &o, &cancel).unwrap();
+        // "auto" is the NB-permutation test, silently, with the learner rule's reason
+        let t = &a.test;
+        assert_eq!((t.route.run, t.route.rerouted, t.route.warning.is_none()), (Method::NbPermutation, true, true));
+        assert!(t.route.gate.reasons.iter().any(|s| s.contains("PLS-SVD")));
+        // the steps composed by hand on the same splits give the same numbers
+        let bl = plssvd::Blocks::new(&x, &y, n, p, q).unwrap();
+        let sp = splits::splits_from_train(n, 1, &t.trains).unwrap();
+        let rs = plssvd::split_correlations(&bl, &sp, &cancel).unwrap();
+        assert_eq!(rs, t.r);
+        let null = plssvd::permutation_null(&bl, &sp, 6, 0, 29, &cancel).unwrap();
+        assert_eq!(null, t.null);
+        assert_eq!(t.p_value, permutation_p(t.z_mean, &null));
+        assert_eq!(t.p_value, 1.0 / 30.0); // a strong shared latent variable
+        assert_eq!((a.fit.x_weights.len(), a.fit.y_weights.len(), a.fit.singular_values.len()), (p * 2, q * 2, 2));
+        // forced NB-asymptotic; bad input is an error naming the argument
+        let nb =
+            pls_svd_test(&x, n, p, &y, q, 1, &TestOptions { method: Method::Nb, force: true, ..o.clone() }, &cancel)
+                .unwrap();
+        assert!(nb.test.route.forced && nb.test.null.is_empty() && nb.test.p_value < 0.05, "{}", nb.test.p_value);
+        let bad =
+            |k: usize, m: Method| pls_svd_test(&x, n, p, &y, q, k, &TestOptions { method: m, ..o.clone() }, &cancel);
+        assert!(matches!(bad(4, Method::Auto), Err(ThriftyError::InvalidArgument { .. }))); // k > min(p, q)
+        assert!(matches!(bad(1, Method::Jackknife), Err(ThriftyError::InvalidArgument { .. })));
+        let flat = vec![1.0; n * q];
+        assert!(pls_svd_test(&x, n, p, &flat, q, 1, &o, &cancel).is_err());
     }
 
     #[test]
