@@ -193,7 +193,7 @@ print.thrifty_rotation_stability <- function(x, ...) {
 #' the leverage \eqn{h_j = \sum_a W_{ja}^2} is the diagonal of the projection on the weights'
 #' span), so no alignment of components between resamples is needed. m-out-of-n subsampling
 #' (Politis and Romano): \code{m = min(n - 1, ceiling(n^m_rate))} rows without replacement per
-#' replicate; the root \eqn{\sqrt{m}(\theta_m - \theta_n)} estimates the law of
+#' replicate; the root \eqn{\sqrt{m n / (n - m)}(\theta_m - \theta_n)} (finite-population corrected) estimates the law of
 #' \eqn{\sqrt{n}(\theta_n - \theta)}, giving the symmetric interval
 #' \eqn{\theta_n \pm q(|root|) / \sqrt{n}} and the subsampling z \eqn{\theta_n / (sd(root) / \sqrt{n})}.
 #' The replicates are identical to those of the Python
@@ -238,7 +238,7 @@ coefficient_intervals <- function(x, y, ncomp = 1L, n_boot = 1000L, m_rate = 0.7
     stop(sprintf("%d of %d subsamples gave a degenerate fit; increase m_rate", b - sum(ok), b), call. = FALSE)
   }
   root_interval <- function(full, subs) {
-    root <- sqrt(m) * sweep(subs[ok, , drop = FALSE], 2, full)
+    root <- sqrt(m * n / (n - m)) * sweep(subs[ok, , drop = FALSE], 2, full)
     half <- apply(abs(root), 2, stats::quantile, probs = level, names = FALSE) / sqrt(n)
     list(ci = cbind(full - half, full + half), se = apply(root, 2, stats::sd) / sqrt(n))
   }
