@@ -70,7 +70,7 @@ class DaskExecutor:
         if w.dtype.kind not in "fiub":
             raise TypeError(f"sample_weight must be numeric, got dtype {w.dtype}")
         w = da.asarray(w).astype(np.float64).rechunk((block_rows,))  # type: ignore[no-untyped-call]
-        stats = self.client.compute([w.min(), w.max(), da.isfinite(w).all()])  # type: ignore[no-untyped-call]
+        stats = self.client.compute([w.min(), w.max(), da.isfinite(w).all()])
         lo, hi, finite = (self._result(f) for f in stats)
         plan = plan_weights(float(lo), float(hi), bool(finite))
         if plan.exponent is None:

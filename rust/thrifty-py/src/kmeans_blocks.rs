@@ -174,8 +174,10 @@ fn kmeans_block_hartigan<'py>(
     let s = slice1(&sizes, "sizes")?;
     let out = dispatch!(FloatMatrix::new(x, "X block")?, |a| {
         let (xs, n, d) = slice2(&a, "X block")?;
-        py.detach(|| blocks::hartigan_block(xs, n, d, w, &mut lab, &mut pt, &mut pb, acc, single, c, s, scale, n_buckets))
-            .py()?
+        py.detach(|| {
+            blocks::hartigan_block(xs, n, d, w, &mut lab, &mut pt, &mut pb, acc, single, c, s, scale, n_buckets)
+        })
+        .py()?
     });
     Ok((
         lab.into_pyarray(py),

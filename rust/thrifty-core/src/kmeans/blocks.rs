@@ -17,7 +17,7 @@
 //! Without weights the unit-weight arithmetic is the one of the unweighted kernels, bit for bit.
 use std::collections::BTreeMap;
 
-use super::distance::{gemm_slack, sq_dist_f64, sq_norm, tile_partial_dists, top2, Scratch, TILE};
+use super::distance::{gemm_slack, small_d_centers, sq_dist_f64, sq_norm, tile_partial_dists, top2, Scratch, TILE};
 use crate::error::{Result, ThriftyError};
 use crate::rng::{stream, uniform};
 use crate::scalar::Real;
@@ -163,7 +163,14 @@ pub fn lloyd_partial_len(k: usize, d: usize) -> usize {
 
 /// Adds each row's weight, weighted coordinates and weighted squared distance to its centre into
 /// `part` (`[counts (k) | sums (k·d) | Σ w‖x − c_j‖² (k)]`).
-fn accumulate_clusters<T: Real>(x: &[T], d: usize, labels: &[u32], w: Option<&[f64]>, centers: &[f64], part: &mut [f64]) {
+fn accumulate_clusters<T: Real>(
+    x: &[T],
+    d: usize,
+    labels: &[u32],
+    w: Option<&[f64]>,
+    centers: &[f64],
+    part: &mut [f64],
+) {
     let k = centers.len() / d;
     for (i, row) in x.chunks_exact(d).enumerate() {
         let j = labels[i] as usize;
@@ -229,6 +236,7 @@ pub fn lloyd_block<T: Real>(
     let (ct, cc, cc_max) = typed_centers::<T>(centers, d);
     let unweighted_tail = fresh && w.is_some();
     let mut part = vec![0.0; lloyd_partial_len(k, d) + if unweighted_tail { k * (d + 2) } else { 0 }];
+    let tr = small_d_centers(&ct, k, d);
     let mut scratch = Scratch::<T>::new(d, k);
     let mut xx_tile = Vec::with_capacity(TILE);
     let (mut changed, mut computed) = (0usize, 0usize);
@@ -267,7 +275,7 @@ pub fn lloyd_block<T: Real>(
             for &i in &scratch.rows {
                 xx_tile.push(sq_norm(&x[i * d..(i + 1) * d]));
             }
-            tile_partial_dists(x, d, &ct, &cc, k, &mut scratch);
+            tile_partial_dists(x, d, &ct, &tr, &cc, k, &mut scratch);
             for (r, &i) in scratch.rows.iter().enumerate() {
                 let xx = xx_tile[r];
                 let (j1, _p1, p2) = top2(&mut scratch.dots[r * k..(r + 1) * k]);
@@ -383,13 +391,14 @@ pub fn hartigan_block<T: Real>(
     let mut flat = vec![0.0; k * (d + 1) + 2];
     let mut classes: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
     let mut best = (f64::INFINITY, 0u32, 0u32, 0u32, 0.0);
+    let tr = small_d_centers(&ct, k, d);
     let mut scratch = Scratch::<T>::new(d, k);
     let mut proposed = 0usize;
     for t0 in (0..n).step_by(TILE) {
         let t1 = (t0 + TILE).min(n);
         scratch.rows.clear();
         scratch.rows.extend(t0..t1);
-        tile_partial_dists(x, d, &ct, &cc, k, &mut scratch);
+        tile_partial_dists(x, d, &ct, &tr, &cc, k, &mut scratch);
         for (r, i) in (t0..t1).enumerate() {
             let row = &x[i * d..(i + 1) * d];
             let dots = &scratch.dots[r * k..(r + 1) * k];
@@ -587,8 +596,8 @@ mod tests {
         let before = sse(&lab);
         let mut moved = lab.clone();
         let mut dummy = (pt.clone(), pb.clone());
-        let _ =
-            hartigan_block(&x, n, d, None, &mut moved, &mut dummy.0, &mut dummy.1, &out.keys, -1, &m, &c, 1.0, 16).unwrap();
+        let _ = hartigan_block(&x, n, d, None, &mut moved, &mut dummy.0, &mut dummy.1, &out.keys, -1, &m, &c, 1.0, 16)
+            .unwrap();
         let after = sse(&moved);
         assert!(((after - before) - predicted).abs() < 1e-9 * before, "{} vs {predicted}", after - before);
     }
@@ -688,8 +697,9 @@ mod tests {
         let before = sse(&lab);
         let mut moved = lab.clone();
         let mut dummy = (pt.clone(), pb.clone());
-        let _ = hartigan_block(&x, n, d, Some(&w), &mut moved, &mut dummy.0, &mut dummy.1, &out.keys, -1, &m, &c, 1.0, 16)
-            .unwrap();
+        let _ =
+            hartigan_block(&x, n, d, Some(&w), &mut moved, &mut dummy.0, &mut dummy.1, &out.keys, -1, &m, &c, 1.0, 16)
+                .unwrap();
         let after = sse(&moved);
         assert!(((after - before) - predicted).abs() < 1e-9 * before, "{} vs {predicted}", after - before);
         // The best single move carries its row's weight.
