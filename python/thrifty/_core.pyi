@@ -66,9 +66,16 @@ def kmeans_block_kpar_update(
     cands: npt.NDArray[np.float64],
     offset: int,
     total: int,
+    sample_weight: npt.NDArray[np.float64] | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint32], float, npt.NDArray[np.float64]]: ...
 def kmeans_block_kpar_sample(
-    closest: npt.NDArray[np.float64], phi: float, ell: float, seed: int, round: int, block: int
+    closest: npt.NDArray[np.float64],
+    phi: float,
+    ell: float,
+    seed: int,
+    round: int,
+    block: int,
+    sample_weight: npt.NDArray[np.float64] | None = None,
 ) -> npt.NDArray[np.uint32]: ...
 def kmeans_block_lloyd(
     x: npt.NDArray[Any],
@@ -78,6 +85,7 @@ def kmeans_block_lloyd(
     centers: npt.NDArray[np.float64],
     drift: npt.NDArray[np.float64],
     half_sep: npt.NDArray[np.float64],
+    sample_weight: npt.NDArray[np.float64] | None = None,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 def kmeans_block_hartigan(
     x: npt.NDArray[Any],
@@ -90,6 +98,7 @@ def kmeans_block_hartigan(
     sizes: npt.NDArray[np.float64],
     scale: float,
     n_buckets: int,
+    sample_weight: npt.NDArray[np.float64] | None = None,
 ) -> tuple[
     npt.NDArray[np.uint32],
     npt.NDArray[np.int32],
@@ -97,7 +106,7 @@ def kmeans_block_hartigan(
     npt.NDArray[np.float64],
     npt.NDArray[np.uint64],
     npt.NDArray[np.float64],
-    tuple[float, int, int, int],
+    tuple[float, int, int, int, float],
 ]: ...
 
 # ---- inference (thrifty.inference) -------------------------------------------------------------

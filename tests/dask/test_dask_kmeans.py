@@ -143,7 +143,7 @@ def test_nan_in_a_block_is_a_clear_error(dask_client: Any, blobs: np.ndarray) ->
 def test_bad_parameters_and_missing_client(blobs: np.ndarray) -> None:
     Xd = da.from_array(blobs, chunks=(1000, 5))
     with pytest.raises(ValueError, match="sample_weight"):
-        DaskHartiganKMeans(3).fit(blobs, sample_weight=np.ones(len(blobs)))
+        DaskHartiganKMeans(3).fit(blobs, sample_weight=-np.ones(len(blobs)))
     with pytest.raises(ValueError, match="n_init"):
         DaskHartiganKMeans(3, n_init=0).fit(blobs)
     with pytest.raises(ValueError, match="n_samples"):

@@ -24,11 +24,20 @@ Algorithms (see ``docs/scale.md``):
 Identity (any reference centres c_j, partition P with sizes n_j, sums S_j; a set of moves giving n'_j,
 S'_j): ``SSE' − SSE = Σ_moves (d_to² − d_from²) − Σ_j ‖S'_j − n'_j c_j‖²/n'_j + Σ_j ‖S_j − n_j c_j‖²/n_j``
 with distances to c, so the totals above suffice.
+
+Sample weights (:class:`WeightPlan`): every block carries its rows' weights next to its rows; the
+kernels weight every total (sizes become weight sums W_j, sums Σwx, distances w·d², Hartigan's factors
+``W_j/(W_j ± w)``, k-means‖ samples ∝ w·D²), so the identity holds with weighted totals. Weights are
+divided by the power of two nearest their maximum (exact; only relative weights shape the clustering)
+and the inertia is scaled back; equal weights are unit weights, so they give the unit-weight centres
+and labels bit for bit. A zero-weight row adds nothing to any total (it never moves a centre) and is
+labelled with its nearest centre. scikit-learn's tolerance stays the unweighted per-feature variance.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +77,54 @@ def block_bounds(n: int, block_rows: int) -> list[tuple[int, int]]:
     return [(s, min(s + block_rows, n)) for s in range(0, n, block_rows)]
 
 
+# ---- sample weights ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WeightPlan:
+    """How a blocked fit uses its sample weights: ``exponent`` None means unit weights (none given, or
+    all equal to ``factor``); otherwise the blocks' weights are divided by ``2**exponent`` (exact).
+    The inertia of the scaled problem times ``factor · 2**exponent`` is the weighted inertia."""
+
+    exponent: int | None = None
+    factor: float = 1.0
+
+    def inertia(self, sse: float) -> float:
+        """The weighted inertia of a partition whose scaled SSE is ``sse``."""
+        return float(np.ldexp(sse, self.exponent) if self.exponent is not None else sse * self.factor)
+
+
+def plan_weights(w_min: float, w_max: float, finite: bool) -> WeightPlan:
+    """The :class:`WeightPlan` of weights with these extremes (``ValueError`` naming ``sample_weight``
+    for NaN/inf, negative or all-zero weights). The scaling rule is the core's: none when the largest
+    weight is in [0.25, 4], else the power of two nearest it."""
+    if not finite:
+        raise ValueError("sample_weight contains NaN or infinity")
+    if w_min < 0:
+        raise ValueError("sample_weight must be non-negative (there are negative weights)")
+    if not w_max > 0:
+        raise ValueError("sample_weight must not be all zero")
+    if w_min == w_max:
+        return WeightPlan(None, float(w_max))
+    e = 0 if 0.25 <= w_max <= 4.0 else round(math.log2(w_max))
+    return WeightPlan(e)
+
+
+def scaled_weights(w: npt.NDArray[np.float64], plan: WeightPlan) -> npt.NDArray[np.float64] | None:
+    """The weights the blocks use under ``plan`` (a new array; None for unit weights)."""
+    if plan.exponent is None:
+        return None
+    return np.ascontiguousarray(np.ldexp(w, -plan.exponent), dtype=np.float64)
+
+
+def local_weights(w: npt.NDArray[np.float64] | None) -> tuple[npt.NDArray[np.float64] | None, WeightPlan]:
+    """(block weights, plan) of validated NumPy weights (shape (n,), float64); None: unit weights."""
+    if w is None:
+        return None, WeightPlan()
+    plan = plan_weights(float(w.min()), float(w.max()), bool(np.isfinite(w).all()))
+    return scaled_weights(w, plan), plan
+
+
 # ---- per-block tasks (module level: Dask pickles them by reference) -------------------------------
 
 
@@ -84,6 +141,13 @@ def _c(a: Any) -> Any:
     return np.require(a, requirements=["C", "A"])
 
 
+def _unpack(x: Any) -> tuple[npt.NDArray[Any], npt.NDArray[np.float64] | None]:
+    """A block's rows (float32 or float64, C order) and its weights (None: unit weights); a block is
+    ``(rows, weights)``."""
+    rows, w = x
+    return _as_block(rows), (None if w is None else np.require(np.asarray(w, dtype=np.float64), requirements=["C", "A"]))
+
+
 def _named(b: int, fn: Callable[[], Any]) -> Any:
     """Run a kernel, adding the logical block to a data error's message."""
     try:
@@ -95,38 +159,40 @@ def _named(b: int, fn: Callable[[], Any]) -> Any:
 def task_kpar_update(x: Any, st: Any, b: int, bc: tuple[F64, int, int]) -> tuple[Any, ...]:
     cands, offset, total = bc
     cands = _c(cands)
-    xb = _as_block(x)
+    xb, wb = _unpack(x)
     if st is None:
         closest = np.full(xb.shape[0], np.inf)
         owner = np.zeros(xb.shape[0], dtype=np.uint32)
     else:
         closest, owner = _c(st[0]), _c(st[1])
-    cl, ow, cost, counts = _named(b, lambda: _core.kmeans_block_kpar_update(xb, closest, owner, cands, offset, total))
+    cl, ow, cost, counts = _named(b, lambda: _core.kmeans_block_kpar_update(xb, closest, owner, cands, offset, total, wb))
     return (cl, ow, np.concatenate([[cost], counts]))
 
 
 def task_kpar_sample(x: Any, st: Any, b: int, bc: tuple[float, float, int, int]) -> F64:
     phi, ell, seed, rnd = bc
-    idx = _core.kmeans_block_kpar_sample(_c(st[0]), phi, ell, seed, rnd, b)
-    xb = np.asarray(x)
+    xb, wb = _unpack(x)
+    idx = _core.kmeans_block_kpar_sample(_c(st[0]), phi, ell, seed, rnd, b, wb)
     return np.asarray(xb[idx], dtype=np.float64).reshape(len(idx), xb.shape[1])
 
 
 def task_row(x: Any, st: Any, b: int, bc: tuple[int]) -> F64:
-    return np.asarray(np.asarray(x)[bc[0]], dtype=np.float64)
+    return np.asarray(np.asarray(x[0])[bc[0]], dtype=np.float64)
 
 
 def task_lloyd(x: Any, st: Any, b: int, bc: tuple[F64, F64, F64]) -> tuple[Any, ...]:
     centers, drift, half_sep = _c(bc[0]), _c(bc[1]), _c(bc[2])
-    xb = _as_block(x)
+    xb, wb = _unpack(x)
     if st is None or len(st) != 4:
-        return tuple(_named(b, lambda: _core.kmeans_block_lloyd(xb, None, None, None, centers, drift, half_sep)))
-    return tuple(_named(b, lambda: _core.kmeans_block_lloyd(xb, _c(st[0]), _c(st[1]), _c(st[2]), centers, drift, half_sep)))
+        return tuple(_named(b, lambda: _core.kmeans_block_lloyd(xb, None, None, None, centers, drift, half_sep, wb)))
+    return tuple(_named(
+        b, lambda: _core.kmeans_block_lloyd(xb, _c(st[0]), _c(st[1]), _c(st[2]), centers, drift, half_sep, wb)
+    ))
 
 
 def task_hartigan(x: Any, st: Any, b: int, bc: tuple[Any, ...]) -> tuple[Any, ...]:
     accepted, single, centers, sizes, scale, offset = bc
-    xb = _as_block(x)
+    xb, wb = _unpack(x)
     n_b = xb.shape[0]
     if isinstance(st[3], np.ndarray):  # the Lloyd phase's state: labels only
         labels = st[0]
@@ -136,10 +202,11 @@ def task_hartigan(x: Any, st: Any, b: int, bc: tuple[Any, ...]) -> tuple[Any, ..
         labels, prop_to, prop_bucket = _c(st[0]), _c(st[1]), _c(st[2])
     local = single - offset[b] if 0 <= single - offset[b] < n_b else -1
     lab, pt, pb, flat, keys, values, best = _core.kmeans_block_hartigan(
-        xb, _c(labels), prop_to, prop_bucket, _c(accepted), local, _c(centers), _c(sizes), scale, N_BUCKETS
+        xb, _c(labels), prop_to, prop_bucket, _c(accepted), local, _c(centers), _c(sizes), scale, N_BUCKETS, wb
     )
-    delta, row, frm, to = best
-    best_t = (delta, offset[b] + row, frm, to, np.asarray(xb[row], dtype=np.float64) if np.isfinite(delta) else None)
+    delta, row, frm, to, wt = best
+    x_row = np.asarray(xb[row], dtype=np.float64) if np.isfinite(delta) else None
+    best_t = (delta, offset[b] + row, frm, to, x_row, wt)
     return (lab, pt, pb, (flat, keys, values.reshape(len(keys), xb.shape[1] + 2), best_t))
 
 
@@ -178,6 +245,7 @@ class Executor(Protocol):
     d: int
     dtype: np.dtype[Any]
     bounds: list[tuple[int, int]]
+    weights: WeightPlan
 
     def map(self, fn: Callable[..., Any], states: Sequence[Any] | None, bc: Any) -> list[Any]: ...
     def one(self, fn: Callable[..., Any], b: int, bc: Any) -> Any: ...
@@ -187,18 +255,21 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Blocks of a NumPy array, run on a thread pool (the kernels release the GIL)."""
+    """Blocks of a NumPy array (with validated float64 weights ``sample_weight``, or None), run on a
+    thread pool (the kernels release the GIL)."""
 
-    def __init__(self, X: npt.NDArray[Any], block_rows: int, n_jobs: int | None = None) -> None:
+    def __init__(self, X: npt.NDArray[Any], block_rows: int, n_jobs: int | None = None,
+                 sample_weight: npt.NDArray[np.float64] | None = None) -> None:
         self.X = X
+        self.w, self.weights = local_weights(sample_weight)
         self.n, self.d = X.shape
         self.dtype = X.dtype
         self.bounds = block_bounds(self.n, block_rows)
         self.threads = max(1, min(n_jobs or (os.cpu_count() or 1), len(self.bounds)))
 
-    def _block(self, b: int) -> npt.NDArray[Any]:
+    def _block(self, b: int) -> tuple[npt.NDArray[Any], npt.NDArray[np.float64] | None]:
         s, e = self.bounds[b]
-        return self.X[s:e]
+        return self.X[s:e], (None if self.w is None else self.w[s:e])
 
     def map(self, fn: Callable[..., Any], states: Sequence[Any] | None, bc: Any) -> list[Any]:
         nb = len(self.bounds)
@@ -313,7 +384,8 @@ def _select_moves(
         key = int(keys[e])
         frm, to = (key // k) % k, key % k
         cnt, dd, sx = float(vals[e, 0]), float(vals[e, 1]), vals[e, 2:]
-        if n2[frm] - cnt < 1:
+        rest = n2[frm] - cnt
+        if rest <= 0 or rest <= 1e-12 * n2[frm]:  # would empty the cluster (also of weight)
             continue
         n2[frm] -= cnt
         n2[to] += cnt
@@ -346,6 +418,19 @@ class _State:
     handles: list[Any]
 
 
+def _total_ss(part: F64, centers: F64, n: int) -> float:
+    """Σ‖x − mean‖² of the data from a Lloyd step's unweighted totals ``[counts | sums | Σ‖x − c_j‖²]``
+    (within-cluster SSE about the means plus the between-cluster part, no cancelling Σ‖x‖²)."""
+    k, d = centers.shape
+    counts, sums, cost = part[:k], part[k : k + k * d].reshape(k, d), part[k + k * d : k * (d + 2)]
+    nz = counts > 0
+    means = centers.copy()
+    means[nz] = sums[nz] / counts[nz, None]
+    within = float(np.sum(cost) - np.sum(counts * np.sum((means - centers) ** 2, axis=1)))
+    mean = sums.sum(axis=0) / n
+    return within + float(np.sum(counts[nz] * np.sum((means[nz] - mean) ** 2, axis=1)))
+
+
 def _lloyd_step(ex: Executor, handles: list[Any] | None, centers: F64, drift: F64, half: F64) -> tuple[list[Any], F64]:
     """One blocked Lloyd iteration: the blocks reassign their rows (Hamerly bounds) and return their
     totals, reduced by the fixed tree: counts (k), sums (k × d), Σ‖x − c‖² per cluster (k), rows
@@ -359,6 +444,7 @@ def _lloyd_phase(ex: Executor, res: BlockedResult, centers: F64, max_iter: int, 
     """Lloyd with Hamerly bounds carried by the blocks, to a fixed point, ``tol`` or ``max_iter``;
     records the per-iteration SSE and distance rows in ``res``."""
     k, d = centers.shape
+    lloyd_len = k * (d + 2) + 2
     drift, half = np.zeros(k), np.zeros(k)
     handles: list[Any] | None = None
     tol_abs = 0.0
@@ -374,10 +460,9 @@ def _lloyd_phase(ex: Executor, res: BlockedResult, centers: F64, max_iter: int, 
         shift2 = np.sum((new - state.centers) ** 2, axis=1)
         # SSE of the partition about its own means, exactly: Σ‖x − c‖² − n‖m − c‖².
         sse = float(np.sum(cost) - np.sum(counts * shift2))
-        if it == 0:  # scikit-learn's tolerance: tol × mean per-feature variance
-            mean = sums.sum(axis=0) / ex.n
-            total_ss = sse + float(np.sum(counts[nz] * np.sum((new[nz] - mean) ** 2, axis=1)))
-            tol_abs = tol * total_ss / ex.n / d
+        if it == 0:  # scikit-learn's tolerance: tol × mean (unweighted) per-feature variance
+            unweighted = part[lloyd_len:] if len(part) > lloyd_len else part[: k * (d + 2)]
+            tol_abs = tol * _total_ss(unweighted, state.centers, ex.n) / ex.n / d
         res.lloyd_sse.append(sse)
         res.lloyd_distance_rows.append(float(computed))
         res.lloyd_iter = it + 1
@@ -394,12 +479,12 @@ def _lloyd_phase(ex: Executor, res: BlockedResult, centers: F64, max_iter: int, 
 
 def _apply_best_single(best: tuple[Any, ...], counts: F64, sums: F64) -> tuple[F64, F64, int]:
     """Sizes and sums after the round's best single move (exactly improving) and its row."""
-    _delta, row, frm, to, x = best
+    _delta, row, frm, to, x, wt = best
     n2, s2 = counts.copy(), sums.copy()
-    n2[frm] -= 1
-    n2[to] += 1
-    s2[frm] -= x
-    s2[to] += x
+    n2[frm] -= wt
+    n2[to] += wt
+    s2[frm] -= wt * x
+    s2[to] += wt * x
     return n2, s2, int(row)
 
 
@@ -443,7 +528,7 @@ def _hartigan_phase(ex: Executor, res: BlockedResult, state: _State, max_rounds:
         else:
             res.hartigan_moves.append(float(vals[np.isin(keys, accepted), 0].sum()))
         sizes = n2
-        centers = np.ascontiguousarray(np.where(n2[:, None] > 0, s2 / np.maximum(n2, 1)[:, None], centers))
+        centers = np.ascontiguousarray(np.where(n2[:, None] > 0, s2 / np.where(n2 > 0, n2, 1)[:, None], centers))
     return _State(means, counts, sums, sse, handles)
 
 
@@ -473,7 +558,9 @@ def fit_blocked(
     if algorithm == "hartigan" and n_clusters > 1:
         state = _hartigan_phase(ex, res, state, max_hartigan_rounds, on_iteration)
     res.centers = np.ascontiguousarray(state.centers)
-    res.inertia = max(state.sse, 0.0)
+    res.inertia = ex.weights.inertia(max(state.sse, 0.0))
+    res.lloyd_sse = [ex.weights.inertia(v) for v in res.lloyd_sse]
+    res.hartigan_sse = [ex.weights.inertia(v) for v in res.hartigan_sse]
     res.labels = ex.labels(state.handles)
     res.n_iter = res.lloyd_iter + res.hartigan_rounds
     return res

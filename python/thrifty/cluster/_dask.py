@@ -88,7 +88,8 @@ class DaskHartiganKMeans(HartiganKMeans):
     ------
     ValueError
         NaN/inf in a block (naming the block), unknown chunk sizes, ``n_samples < n_clusters``,
-        ``sample_weight`` (not supported), bad parameters; no client for dask input.
+        ``sample_weight`` NaN/inf, negative, all zero or of the wrong length; bad parameters; no
+        client for dask input.
     WorkerLostError (a RuntimeError)
         When a worker holding block state is lost and Dask cannot recompute it.
 
@@ -152,8 +153,11 @@ class DaskHartiganKMeans(HartiganKMeans):
             float32 stays float32, other real dtypes become float64. Chunks along the features are
             merged (rechunked to full rows); the rows are rechunked to ``block_rows``.
         y : ignored
-        sample_weight : None
-            Not supported (``ValueError`` otherwise).
+        sample_weight : dask.array.Array or array-like of shape (n_samples,), default=None
+            Non-negative weights, not all zero, cut into the same blocks as ``X``: weighted means,
+            inertia, k-means‖ sampling and Hartigan size factors. Equal weights give the unit-weight
+            centres and labels bit for bit; a zero-weight point never moves a centre and is labelled
+            with its nearest one.
 
         Returns
         -------

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from thrifty.cluster._blocked import block_bounds, pick_labels, tree_reduce
+from thrifty.cluster._blocked import WeightPlan, block_bounds, pick_labels, plan_weights, tree_reduce
 
 
 def is_dask_array(X: Any) -> bool:
@@ -30,9 +30,11 @@ class DaskExecutor:
     """Logical blocks of a ``dask.array`` on a ``dask.distributed`` client: the array is rechunked to
     ``block_rows`` rows × all columns (a no-op when it is chunked so already); per-block state stays on
     the workers as futures; totals are combined on the workers by the fixed pairwise tree and only the
-    root comes back to the driver."""
+    root comes back to the driver. ``sample_weight`` (a dask array or an array-like of shape (n,), or
+    None) is cut into the same blocks; its extremes are computed once to check it and choose the
+    scaling of :func:`plan_weights`, applied per block."""
 
-    def __init__(self, X: Any, block_rows: int, client: Any) -> None:
+    def __init__(self, X: Any, block_rows: int, client: Any, sample_weight: Any = None) -> None:
         from dask.delayed import delayed
 
         if X.ndim != 2:
@@ -54,6 +56,27 @@ class DaskExecutor:
         self.xblocks = list(Xr.to_delayed().ravel())
         assert len(self.xblocks) == len(self.bounds)
         self._delayed = delayed
+        self.weights, self.wblocks = self._weights(sample_weight, block_rows)
+
+    def _weights(self, sample_weight: Any, block_rows: int) -> tuple[WeightPlan, list[Any]]:
+        """The weights' plan and per-block (delayed) weights, None per block for unit weights."""
+        import dask.array as da
+
+        if sample_weight is None:
+            return WeightPlan(), [None] * len(self.bounds)
+        w = sample_weight if is_dask_array(sample_weight) else np.asarray(sample_weight)
+        if w.ndim != 1 or w.shape[0] != self.n:
+            raise ValueError(f"sample_weight.shape == {w.shape}, expected ({self.n},)")
+        if w.dtype.kind not in "fiub":
+            raise TypeError(f"sample_weight must be numeric, got dtype {w.dtype}")
+        w = da.asarray(w).astype(np.float64).rechunk((block_rows,))  # type: ignore[no-untyped-call]
+        stats = self.client.compute([w.min(), w.max(), da.isfinite(w).all()])
+        lo, hi, finite = (self._result(f) for f in stats)
+        plan = plan_weights(float(lo), float(hi), bool(finite))
+        if plan.exponent is None:
+            return plan, [None] * len(self.bounds)
+        scaled = w.map_blocks(np.ldexp, -plan.exponent, dtype=np.float64)
+        return plan, list(scaled.to_delayed().ravel())
 
     def _result(self, fut: Any) -> Any:
         try:
@@ -76,11 +99,14 @@ class DaskExecutor:
     def map(self, fn: Callable[..., Any], states: Sequence[Any] | None, bc: Any) -> list[Any]:
         bcf = self._bcast(bc)
         st = list(states) if states is not None else [None] * len(self.xblocks)
-        tasks = [self._delayed(fn, pure=False)(xb, st[b], b, bcf) for b, xb in enumerate(self.xblocks)]
+        tasks = [
+            self._delayed(fn, pure=False)((xb, self.wblocks[b]), st[b], b, bcf) for b, xb in enumerate(self.xblocks)
+        ]
         return list(self.client.compute(tasks))
 
     def one(self, fn: Callable[..., Any], b: int, bc: Any) -> Any:
-        return self._result(self.client.compute(self._delayed(fn, pure=False)(self.xblocks[b], None, b, bc)))
+        block = (self.xblocks[b], self.wblocks[b])
+        return self._result(self.client.compute(self._delayed(fn, pure=False)(block, None, b, bc)))
 
     def reduce(self, handles: Sequence[Any], pick: Callable[[Any], Any], combine: Callable[[Any, Any], Any]) -> Any:
         # The tree's nodes are tasks on the workers; the leaves are the map outputs themselves (the

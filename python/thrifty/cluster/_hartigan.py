@@ -252,7 +252,8 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     - ``random_state`` may also be a NumPy ``Generator``; ``seed_`` records the seed used.
     - A ``dask.array`` ``X`` (or ``algorithm="blocked-hartigan"`` / ``"blocked-lloyd"``) runs the
       blocked k-means of :class:`DaskHartiganKMeans`; there ``init`` is k-means‖ ("k-means++") or an
-      array, ``n_init > 1`` keeps the best run, and ``sample_weight`` is not supported.
+      array, ``n_init > 1`` keeps the best run, and ``sample_weight`` weights every block's totals
+      (equal weights give the unit-weight result; a zero-weight point never moves a centre).
 
     Examples
     --------
@@ -475,15 +476,18 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     ) -> HartiganKMeans:
         """The blocked k-means (:func:`thrifty.cluster._blocked.fit_blocked`) on the executor that
         suits ``X``: a :class:`DaskExecutor` for a dask array, a :class:`LocalExecutor` otherwise;
-        ``n_init`` runs (seeds from ``_run_seed``), the lowest inertia wins."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported by the blocked (Dask) k-means")
+        ``n_init`` runs (seeds from ``_run_seed``), the lowest inertia wins. ``sample_weight`` goes
+        with the rows into the same blocks (see :class:`thrifty.cluster._blocked.WeightPlan`)."""
         ex: Any
         if is_dask_array(X):
-            ex = DaskExecutor(X, block_rows, dask_client(client))
+            ex = DaskExecutor(X, block_rows, dask_client(client), sample_weight)
             self.n_features_in_ = ex.d
         else:
-            ex = LocalExecutor(self._validate_train(X), block_rows, self.n_jobs)
+            Xv = self._validate_train(X)
+            sw = None
+            if sample_weight is not None:
+                sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64, ensure_non_negative=True)
+            ex = LocalExecutor(Xv, block_rows, self.n_jobs, sw)
         k, init, n_init = self._check_blocked_init(ex.n, ex.d)
         seed = seed_from_random_state(self.random_state)
         best: BlockedResult | None = None

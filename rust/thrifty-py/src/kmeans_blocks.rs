@@ -25,11 +25,16 @@ fn vec1<T: numpy::Element + Copy>(a: &PyReadonlyArray1<'_, T>, name: &str) -> Py
     Ok(a.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be contiguous")))?.to_vec())
 }
 
+fn weights<'a>(w: &'a Option<PyReadonlyArray1<'_, f64>>) -> PyResult<Option<&'a [f64]>> {
+    w.as_ref().map(|a| slice1(a, "sample_weight")).transpose()
+}
+
 type KparOut<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<u32>>, f64, Bound<'py, PyArray1<f64>>);
 
 /// k-means‖: fold new candidates into a block's nearest-candidate state; returns
-/// (closest, owner, cost, counts per candidate).
+/// (closest, owner, cost, counts per candidate). `sample_weight`: the block's weights (None: ones).
 #[pyfunction]
+#[pyo3(signature = (x, closest, owner, cands, offset, total, sample_weight=None))]
 #[allow(clippy::too_many_arguments)]
 fn kmeans_block_kpar_update<'py>(
     py: Python<'py>,
@@ -39,7 +44,9 @@ fn kmeans_block_kpar_update<'py>(
     cands: PyReadonlyArray2<'py, f64>,
     offset: usize,
     total: usize,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<KparOut<'py>> {
+    let w = weights(&sample_weight)?;
     let mut cl = vec1(&closest, "closest")?;
     let mut ow = vec1(&owner, "owner")?;
     let c = cands.as_slice().map_err(|_| PyValueError::new_err("candidates must be C-contiguous"))?;
@@ -48,13 +55,15 @@ fn kmeans_block_kpar_update<'py>(
         if cands.shape()[1] != d && !c.is_empty() {
             return Err(PyValueError::new_err("candidates and X block differ in width"));
         }
-        py.detach(|| blocks::kpar_update(xs, n, d, &mut cl, &mut ow, c, offset, total)).py()?
+        py.detach(|| blocks::kpar_update(xs, n, d, w, &mut cl, &mut ow, c, offset, total)).py()?
     });
     Ok((cl.into_pyarray(py), ow.into_pyarray(py), cost, counts.into_pyarray(py)))
 }
 
 /// k-means‖: indices of the rows a block keeps in round `round` (stream (seed, round, block)).
 #[pyfunction]
+#[pyo3(signature = (closest, phi, ell, seed, round, block, sample_weight=None))]
+#[allow(clippy::too_many_arguments)]
 fn kmeans_block_kpar_sample<'py>(
     py: Python<'py>,
     closest: PyReadonlyArray1<'py, f64>,
@@ -63,18 +72,22 @@ fn kmeans_block_kpar_sample<'py>(
     seed: u64,
     round: u64,
     block: u64,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let cl = slice1(&closest, "closest")?;
-    let kept = py.detach(|| blocks::kpar_sample(cl, phi, ell, seed, round, block));
+    let w = weights(&sample_weight)?;
+    let kept = py.detach(|| blocks::kpar_sample(cl, w, phi, ell, seed, round, block)).py()?;
     Ok(kept.into_pyarray(py))
 }
 
 type LloydOut<'py> =
     (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
+#[allow(clippy::too_many_arguments)]
 fn lloyd_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
     a: PyReadonlyArray2<'py, T>,
+    w: Option<&[f64]>,
     state: (Vec<u32>, Vec<f64>, Vec<f64>),
     centers: &[f64],
     drift: &[f64],
@@ -89,15 +102,16 @@ fn lloyd_typed<'py, T: Real + numpy::Element>(
         lo = vec![0.0; n];
     }
     let part = py
-        .detach(|| blocks::lloyd_block(xs, n, d, &mut lab, &mut up, &mut lo, centers, drift, half_sep, fresh))
+        .detach(|| blocks::lloyd_block(xs, n, d, w, &mut lab, &mut up, &mut lo, centers, drift, half_sep, fresh))
         .py()?;
     Ok((lab.into_pyarray(py), up.into_pyarray(py), lo.into_pyarray(py), part.into_pyarray(py)))
 }
 
 /// One Lloyd step with Hamerly bounds on one block; returns (labels, upper, lower, partial totals).
-/// With `labels=None` (first step) every row gets a distance row.
+/// With `labels=None` (first step) every row gets a distance row. `sample_weight`: the block's
+/// weights (None: ones).
 #[pyfunction]
-#[pyo3(signature = (x, labels, upper, lower, centers, drift, half_sep))]
+#[pyo3(signature = (x, labels, upper, lower, centers, drift, half_sep, sample_weight=None))]
 #[allow(clippy::too_many_arguments)]
 fn kmeans_block_lloyd<'py>(
     py: Python<'py>,
@@ -108,7 +122,9 @@ fn kmeans_block_lloyd<'py>(
     centers: PyReadonlyArray2<'py, f64>,
     drift: PyReadonlyArray1<'py, f64>,
     half_sep: PyReadonlyArray1<'py, f64>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<LloydOut<'py>> {
+    let w = weights(&sample_weight)?;
     let fresh = labels.is_none();
     let state = match (labels, upper, lower) {
         (Some(l), Some(u), Some(lo)) => (vec1(&l, "labels")?, vec1(&u, "upper")?, vec1(&lo, "lower")?),
@@ -117,7 +133,7 @@ fn kmeans_block_lloyd<'py>(
     };
     let c = centers.as_slice().map_err(|_| PyValueError::new_err("centers must be C-contiguous"))?;
     let (dr, hs) = (slice1(&drift, "drift")?, slice1(&half_sep, "half_sep")?);
-    dispatch!(FloatMatrix::new(x, "X block")?, |a| lloyd_typed(py, a, state, c, dr, hs, fresh))
+    dispatch!(FloatMatrix::new(x, "X block")?, |a| lloyd_typed(py, a, w, state, c, dr, hs, fresh))
 }
 
 type HartiganOut<'py> = (
@@ -127,12 +143,14 @@ type HartiganOut<'py> = (
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<u64>>,
     Bound<'py, PyArray1<f64>>,
-    (f64, u32, u32, u32),
+    (f64, u32, u32, u32, f64),
 );
 
 /// One round of the blocked Hartigan on one block; returns (labels, prop_to, prop_bucket, flat
-/// totals, class keys, class values, best single move).
+/// totals, class keys, class values, best single move with its row's weight). `sample_weight`: the
+/// block's weights (None: ones).
 #[pyfunction]
+#[pyo3(signature = (x, labels, prop_to, prop_bucket, accepted, single, centers, sizes, scale, n_buckets, sample_weight=None))]
 #[allow(clippy::too_many_arguments)]
 fn kmeans_block_hartigan<'py>(
     py: Python<'py>,
@@ -146,7 +164,9 @@ fn kmeans_block_hartigan<'py>(
     sizes: PyReadonlyArray1<'py, f64>,
     scale: f64,
     n_buckets: u32,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<HartiganOut<'py>> {
+    let w = weights(&sample_weight)?;
     let (mut lab, mut pt, mut pb) =
         (vec1(&labels, "labels")?, vec1(&prop_to, "prop_to")?, vec1(&prop_bucket, "prop_bucket")?);
     let acc = slice1(&accepted, "accepted")?;
@@ -154,8 +174,10 @@ fn kmeans_block_hartigan<'py>(
     let s = slice1(&sizes, "sizes")?;
     let out = dispatch!(FloatMatrix::new(x, "X block")?, |a| {
         let (xs, n, d) = slice2(&a, "X block")?;
-        py.detach(|| blocks::hartigan_block(xs, n, d, &mut lab, &mut pt, &mut pb, acc, single, c, s, scale, n_buckets))
-            .py()?
+        py.detach(|| {
+            blocks::hartigan_block(xs, n, d, w, &mut lab, &mut pt, &mut pb, acc, single, c, s, scale, n_buckets)
+        })
+        .py()?
     });
     Ok((
         lab.into_pyarray(py),

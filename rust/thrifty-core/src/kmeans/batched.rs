@@ -293,7 +293,7 @@ impl Clusters {
 /// Per-cluster quantities the certificate needs, refreshed once per iteration.
 struct Geometry<T> {
     centers: Vec<T>,
-    /// The centres transposed (`d × k`) for the sparse tile kernel; empty for dense data.
+    /// The centres transposed (`d × k`) for the sparse and small-d tile kernels, else empty.
     ct: Vec<T>,
     cc: Vec<T>,
     cc_max: f64,

@@ -92,26 +92,196 @@ impl<T: Real> Scratch<T> {
 /// `x`, at most `TILE`) to all `k` centres, row after row in `scratch.dots`; the squared distance is
 /// `‖x_i‖² + p_ij`. Dropping ‖x‖² keeps the per-element work to one fused multiply-add, and the row
 /// scans ([`top2`]) are branch-free reductions.
-pub fn tile_partial_dists<T: Real>(x: &[T], d: usize, centers: &[T], cc: &[T], k: usize, scratch: &mut Scratch<T>) {
+///
+/// `ct` is [`small_d_centers`] of the centres: when it is not empty (float32, small d, AVX-512) the
+/// tile goes through the register-blocked kernel [`small_d::partial_dists`] instead of the GEMM.
+pub fn tile_partial_dists<T: Real>(
+    x: &[T],
+    d: usize,
+    centers: &[T],
+    ct: &[T],
+    cc: &[T],
+    k: usize,
+    scratch: &mut Scratch<T>,
+) {
     let m = scratch.rows.len();
     debug_assert!(m <= TILE);
     if m == 0 {
         return;
     }
     let first = scratch.rows[0];
-    if scratch.rows[m - 1] == first + m - 1 {
+    let rows: &[T] = if scratch.rows[m - 1] == first + m - 1 {
         // A contiguous run of rows (every row of a full pass): no packing copy.
-        T::gemm_nt(&x[first * d..(first + m) * d], centers, m, k, d, &mut scratch.dots);
+        &x[first * d..(first + m) * d]
     } else {
         for (r, &i) in scratch.rows.iter().enumerate() {
             scratch.packed[r * d..(r + 1) * d].copy_from_slice(&x[i * d..(i + 1) * d]);
         }
-        T::gemm_nt(&scratch.packed, centers, m, k, d, &mut scratch.dots);
+        &scratch.packed[..m * d]
+    };
+    if !ct.is_empty() && small_d::partial_dists(rows, m, d, ct, cc, k, &mut scratch.dots) {
+        return;
     }
+    T::gemm_nt(rows, centers, m, k, d, &mut scratch.dots);
     let two = T::of(2.0);
     for row in scratch.dots[..m * k].chunks_exact_mut(k) {
         for (o, &c) in row.iter_mut().zip(cc) {
             *o = c - two * *o;
+        }
+    }
+}
+
+/// Largest dimension routed to [`small_d::partial_dists`]: with d ≤ 32 the GEMM's inner dimension is
+/// too short for its packing to pay (measured at d = 16, k = 64: see the kernel's doc).
+pub const SMALL_D_MAX: usize = 32;
+
+/// The centres transposed (`d × k`, row l holding coordinate l of every centre) when the tiles of
+/// this data type and dimension use [`small_d::partial_dists`], else empty (the GEMM path).
+pub fn small_d_centers<T: Real>(centers: &[T], k: usize, d: usize) -> Vec<T> {
+    if !small_d::available::<T>(d) {
+        return Vec::new();
+    }
+    transpose(centers, k, d)
+}
+
+/// `centers` (`k × d`) transposed to `d × k`.
+pub fn transpose<T: Real>(centers: &[T], k: usize, d: usize) -> Vec<T> {
+    let mut ct = vec![T::zero(); d * k];
+    for (j, c) in centers.chunks_exact(d).enumerate().take(k) {
+        for (l, &v) in c.iter().enumerate() {
+            ct[l * k + j] = v;
+        }
+    }
+    ct
+}
+
+/// A float32 kernel for the distance tiles of small d (issue 21: Lloyd at d = 16 against faiss).
+///
+/// faer's GEMM packs both operands for any shape; with an inner dimension of 16 the packing and the
+/// edge handling cost as much as the multiply-adds. Here the centres come transposed (`d × k`, built
+/// once per pass), a block of `R` rows × 64 centres sits in 16 AVX-512 accumulators, and each
+/// coordinate costs 4 loads, `R` broadcasts and `4R` fused multiply-adds; the result
+/// `‖c‖² − 2·x·c` is formed in the registers (one `fnmadd`) and stored once, so the tile is written
+/// once and never re-read before [`top2`]. Each dot product is a sequential FMA chain over the
+/// coordinates: its rounding error is at most d·ε·‖x‖‖c‖, inside [`gemm_slack`].
+pub mod small_d {
+    use super::SMALL_D_MAX;
+    use crate::scalar::Real;
+    use std::any::TypeId;
+
+    /// Whether tiles of `T` in `d` dimensions use this kernel (float32, d ≤ [`SMALL_D_MAX`], a CPU
+    /// with AVX-512F).
+    pub fn available<T: Real>(d: usize) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            TypeId::of::<T>() == TypeId::of::<f32>()
+                && d <= SMALL_D_MAX
+                && std::arch::is_x86_feature_detected!("avx512f")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = d;
+            false
+        }
+    }
+
+    /// `out[r·k + j] = cc_j − 2·rows_r·c_j` for the `m` rows (`m × d`, row-major) and the `k` centres
+    /// given transposed in `ct` (`d × k`). Returns false (nothing written) when [`available`] does
+    /// not hold for `T` and `d`.
+    pub fn partial_dists<T: Real>(rows: &[T], m: usize, d: usize, ct: &[T], cc: &[T], k: usize, out: &mut [T]) -> bool {
+        if !available::<T>(d) || rows.len() < m * d || ct.len() < d * k || cc.len() < k || out.len() < m * k {
+            return false;
+        }
+        // SAFETY: T is f32 (checked by TypeId in `available`), so the slices reinterpret exactly.
+        let cast = |s: &[T]| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) };
+        let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f32, out.len()) };
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-512F was detected at run time; the bounds were checked above.
+        unsafe {
+            avx512::partial_dists(cast(rows), m, d, cast(ct), cast(cc), k, out);
+        }
+        true
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx512 {
+        use std::arch::x86_64::*;
+
+        /// Rows per register block.
+        const R: usize = 4;
+
+        /// Mask of the lanes of the 16-centre block starting at `j0` that exist (j < k).
+        #[inline(always)]
+        fn lanes(j0: usize, k: usize) -> __mmask16 {
+            let w = (k - j0).min(16);
+            if w == 16 {
+                0xFFFF
+            } else {
+                ((1u32 << w) - 1) as __mmask16
+            }
+        }
+
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn partial_dists(
+            rows: &[f32],
+            m: usize,
+            d: usize,
+            ct: &[f32],
+            cc: &[f32],
+            k: usize,
+            out: &mut [f32],
+        ) {
+            let mut r = 0;
+            while r + R <= m {
+                block::<R>(rows, r, d, ct, cc, k, out);
+                r += R;
+            }
+            while r < m {
+                block::<1>(rows, r, d, ct, cc, k, out);
+                r += 1;
+            }
+        }
+
+        /// Rows `r0..r0 + RB` against all centres, 64 centres (4 registers) at a time.
+        #[inline(always)]
+        unsafe fn block<const RB: usize>(
+            rows: &[f32],
+            r0: usize,
+            d: usize,
+            ct: &[f32],
+            cc: &[f32],
+            k: usize,
+            out: &mut [f32],
+        ) {
+            let x = rows.as_ptr().add(r0 * d);
+            let mut j0 = 0;
+            while j0 < k {
+                let masks: [__mmask16; 4] =
+                    std::array::from_fn(|q| if j0 + 16 * q < k { lanes(j0 + 16 * q, k) } else { 0 });
+                let mut acc = [[_mm512_setzero_ps(); 4]; RB];
+                for l in 0..d {
+                    let c = ct.as_ptr().add(l * k + j0);
+                    let cv: [__m512; 4] = std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], c.add(16 * q)));
+                    for (rr, a) in acc.iter_mut().enumerate() {
+                        let xv = _mm512_set1_ps(*x.add(rr * d + l));
+                        for q in 0..4 {
+                            a[q] = _mm512_fmadd_ps(xv, cv[q], a[q]);
+                        }
+                    }
+                }
+                let two = _mm512_set1_ps(2.0);
+                let ccv: [__m512; 4] =
+                    std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], cc.as_ptr().add(j0 + 16 * q)));
+                for (rr, a) in acc.iter().enumerate() {
+                    let o = out.as_mut_ptr().add((r0 + rr) * k + j0);
+                    for q in 0..4 {
+                        if masks[q] != 0 {
+                            _mm512_mask_storeu_ps(o.add(16 * q), masks[q], _mm512_fnmadd_ps(two, a[q], ccv[q]));
+                        }
+                    }
+                }
+                j0 += 64;
+            }
         }
     }
 }
@@ -206,7 +376,7 @@ mod tests {
             let cc: Vec<f64> = row_sq_norms(&c, d);
             let mut s = Scratch::new(d, k);
             s.rows.extend([3usize, 0, 39, 17]);
-            tile_partial_dists(&x, d, &c, &cc, k, &mut s);
+            tile_partial_dists(&x, d, &c, &[], &cc, k, &mut s);
             for (r, &i) in s.rows.iter().enumerate() {
                 let exact: Vec<f64> = (0..k).map(|j| sq_dist(&x[i * d..(i + 1) * d], &c[j * d..(j + 1) * d])).collect();
                 for (j, &ex) in exact.iter().enumerate() {
@@ -239,6 +409,75 @@ mod tests {
                 assert_eq!(p2, if len > 1 { sorted[1] } else { f64::INFINITY });
                 assert_eq!(j1, row.iter().position(|&v| v == sorted[0]).unwrap());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod small_d_tests {
+    use super::*;
+
+    #[test]
+    fn small_d_kernel_matches_the_gemm_within_the_slack() {
+        for &(m, d, k) in &[(256usize, 16usize, 64usize), (7, 3, 5), (37, 32, 130), (1, 1, 1), (9, 16, 17)] {
+            let x: Vec<f32> = (0..m * d).map(|i| ((i * 7919) % 101) as f32 / 10.0 - 5.0).collect();
+            let c: Vec<f32> = (0..k * d).map(|i| ((i * 104729) % 97) as f32 / 9.0 - 5.0).collect();
+            let cc: Vec<f32> = c.chunks_exact(d).map(|r| sq_norm(r) as f32).collect();
+            let mut a = Scratch::new(d, k);
+            a.rows.extend(0..m);
+            let mut b = Scratch::new(d, k);
+            b.rows.extend(0..m);
+            tile_partial_dists(&x, d, &c, &[], &cc, k, &mut a);
+            let ct = transpose(&c, k, d);
+            let used = small_d::partial_dists(&x, m, d, &ct, &cc, k, &mut b.dots);
+            assert_eq!(used, small_d::available::<f32>(d));
+            if !used {
+                continue;
+            }
+            for r in 0..m {
+                let xx = sq_norm(&x[r * d..(r + 1) * d]);
+                for j in 0..k {
+                    let exact = sq_dist(&x[r * d..(r + 1) * d], &c[j * d..(j + 1) * d]);
+                    let slack = gemm_slack::<f32>(xx, cc[j] as f64, d);
+                    assert!((xx + b.dots[r * k + j] as f64 - exact).abs() <= slack, "m={m} d={d} k={k}");
+                }
+            }
+            // Through the tile entry point, with packed (non-contiguous) rows too.
+            let mut s = Scratch::new(d, k);
+            s.rows.extend((0..m).rev());
+            tile_partial_dists(&x, d, &c, &ct, &cc, k, &mut s);
+            for (r, &i) in s.rows.iter().enumerate() {
+                assert_eq!(&s.dots[r * k..(r + 1) * k], &b.dots[i * k..(i + 1) * k]);
+            }
+        }
+        assert!(!small_d::available::<f64>(16));
+    }
+
+    #[test]
+    #[ignore]
+    fn time_small_d_against_the_gemm() {
+        for &(d, k) in &[(16usize, 64usize), (32, 64), (64, 64)] {
+            let m = 256;
+            let x: Vec<f32> = (0..m * d).map(|i| ((i * 7919) % 101) as f32 / 10.0 - 5.0).collect();
+            let c: Vec<f32> = (0..k * d).map(|i| ((i * 104729) % 97) as f32 / 9.0 - 5.0).collect();
+            let cc: Vec<f32> = c.chunks_exact(d).map(|r| sq_norm(r) as f32).collect();
+            let ct = transpose(&c, k, d);
+            let mut s = Scratch::new(d, k);
+            s.rows.extend(0..m);
+            let reps = 4000;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                tile_partial_dists(&x, d, &c, &[], &cc, k, &mut s);
+                std::hint::black_box(&s.dots);
+            }
+            let tg = t.elapsed().as_secs_f64() / reps as f64;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                small_d::partial_dists(&x, m, d, &ct, &cc, k, &mut s.dots);
+                std::hint::black_box(&s.dots);
+            }
+            let th = t.elapsed().as_secs_f64() / reps as f64;
+            println!("d={d} k={k}: gemm tile {:.2} us, small-d kernel {:.2} us", tg * 1e6, th * 1e6);
         }
     }
 }

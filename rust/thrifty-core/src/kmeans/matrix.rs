@@ -7,7 +7,7 @@
 //! * exact distances to one centre: per coordinate for dense rows; ‖x‖² − 2·x·c + ‖c‖² with a
 //!   sparse dot and the centre's cached squared norm for sparse rows (as scikit-learn's sparse path);
 //! * centre sums: `out += w·x` over the non-zeros.
-use super::distance::{sq_dist_f64, tile_partial_dists, Scratch};
+use super::distance::{small_d_centers, sq_dist_f64, tile_partial_dists, transpose, Scratch};
 use crate::error::{Result, ThriftyError};
 use crate::scalar::Real;
 
@@ -126,10 +126,10 @@ impl<T: Real> Matrix<'_, T> {
 
     /// Partial squared distances `‖c_j‖² − 2·x_i·c_j` of the rows `s.rows` to the `k` centres, row
     /// after row in `s.dots` (see [`tile_partial_dists`]). `ct` is the centres transposed (`d × k`),
-    /// needed for sparse rows only ([`transpose_centers`]; empty for dense data).
+    /// for sparse rows and the small-d dense kernel ([`transpose_centers`]; else empty).
     pub fn tile_partial(&self, d: usize, centers: &[T], ct: &[T], cc: &[T], k: usize, s: &mut Scratch<T>) {
         match self {
-            Matrix::Dense(x) => tile_partial_dists(x, d, centers, cc, k, s),
+            Matrix::Dense(x) => tile_partial_dists(x, d, centers, ct, cc, k, s),
             Matrix::Csr(m) => {
                 debug_assert_eq!(ct.len(), d * k);
                 let two = T::of(2.0);
@@ -151,18 +151,13 @@ impl<T: Real> Matrix<'_, T> {
         }
     }
 
-    /// The centres transposed (`d × k`) when the tile kernel needs them (sparse data), else empty.
+    /// The centres transposed (`d × k`) when the tile kernel needs them (sparse data, or dense data
+    /// on the small-d kernel: [`small_d_centers`]), else empty.
     pub fn transpose_centers(&self, centers: &[T], k: usize, d: usize) -> Vec<T> {
         if !self.is_sparse() {
-            return Vec::new();
+            return small_d_centers(centers, k, d);
         }
-        let mut ct = vec![T::zero(); d * k];
-        for j in 0..k {
-            for l in 0..d {
-                ct[l * k + j] = centers[j * d + l];
-            }
-        }
-        ct
+        transpose(centers, k, d)
     }
 
     /// Squared norm of row i and its contribution to the column sums (`sums += x_i`).
