@@ -10,6 +10,7 @@
 use super::guide::GuideTable;
 use super::ortho;
 use super::pivot::{self, FactorState, Mode};
+use super::try_zeroed;
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::linalg;
 use crate::rng::{self, Stream};
@@ -135,13 +136,13 @@ impl Spectrum {
         if k == 0 {
             return Ok(Vec::new());
         }
-        let mut u = vec![0.0; self.n * k];
+        let mut u: Vec<f64> = try_zeroed("the sample's eigenvector basis (n × k)", super::checked_size("L", self.n, k)?)?;
         for i in 0..self.n {
             for (c, &j) in cols.iter().enumerate() {
                 u[i * k + c] = self.v[i * self.r + j];
             }
         }
-        let lev = ortho::leverage(&u, self.n, k);
+        let lev = ortho::leverage(&u, self.n, k)?;
         let mut st = FactorState::new(&u, self.n, k, &lev);
         let path = if k >= 16 {
             let table = GuideTable::new(&lev)?;

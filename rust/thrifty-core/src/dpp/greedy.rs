@@ -147,7 +147,7 @@ pub fn entropy_factor<T: super::ortho::Dense>(
     ensure_matrix("features", v, n, p)?;
     super::ortho::finite("features", v)?;
     check_k(k, n)?;
-    let lev = super::ortho::leverage(v, n, p);
+    let lev = super::ortho::leverage(v, n, p)?;
     pivot::run(&mut FactorState::new(v, n, p, &lev), Mode::Argmax, k, tol, cancel)
 }
 

@@ -5,7 +5,8 @@
 //! the distributed path): the columns are equilibrated (scaled to unit norm, read off R), the rank
 //! comes from the SVD of the p×p R, and a second pass refines an ill-conditioned basis.
 //!
-//! [`orthonormality_probe`]: the O(Np) randomized check of UᵀU = I, fused with the leverage pass.
+//! [`orthonormality_probe`]: the O(Np) randomized check of UᵀU = I, fused with the leverage pass
+//! ([`super::scan`]).
 use super::{check_cancel, try_zeroed};
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::rng;
@@ -83,98 +84,6 @@ pub fn gram_cancellable<T: Dense>(x: &[T], n: usize, p: usize, cancel: &AtomicBo
     Ok(sum_partials(partials, p))
 }
 
-/// One row block of [`leverage_and_probe`]: leverage into `lb`, `w_c += (U_i·z_c) U_i` into `w`.
-/// Eight independent lanes per sum so the compiler can keep them in SIMD registers. With `FMA` the
-/// probe's dot products and updates use fused multiply-adds (half the instructions); the leverage
-/// (`sumsq`) never does, so it has the same bits as [`leverage`] on every path.
-#[inline(always)]
-fn probe_rows<T: Real, const FMA: bool>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
-    let mut y = [0.0f64; 4];
-    for (l, row) in lb.iter_mut().zip(ub.chunks_exact(p)) {
-        *l = sumsq(row);
-        for (c, yc) in y.iter_mut().enumerate().take(k) {
-            let zc = &z[c * p..(c + 1) * p];
-            let mut acc = [0.0f64; 8];
-            let (rc, zcc) = (row.chunks_exact(8), zc.chunks_exact(8));
-            let tail: f64 = rc.remainder().iter().zip(zcc.remainder()).map(|(a, b)| a.as_f64() * b).sum();
-            for (r8, z8) in rc.zip(zcc) {
-                for t in 0..8 {
-                    acc[t] = if FMA { r8[t].as_f64().mul_add(z8[t], acc[t]) } else { acc[t] + r8[t].as_f64() * z8[t] };
-                }
-            }
-            *yc = acc.iter().sum::<f64>() + tail;
-        }
-        for (c, &yc) in y.iter().enumerate().take(k) {
-            for (wj, &uj) in w[c * p..(c + 1) * p].iter_mut().zip(row) {
-                *wj = if FMA { yc.mul_add(uj.as_f64(), *wj) } else { *wj + yc * uj.as_f64() };
-            }
-        }
-    }
-}
-
-/// [`probe_rows`] compiled for AVX2 (4 doubles per instruction instead of SSE2's 2).
-///
-/// # Safety
-/// The CPU must support AVX2 (checked by the caller).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn probe_rows_avx2<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
-    probe_rows::<T, false>(ub, p, z, k, lb, w)
-}
-
-/// [`probe_rows`] with AVX2 and fused multiply-adds.
-///
-/// # Safety
-/// The CPU must support AVX2 and FMA (checked by the caller).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn probe_rows_fma<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
-    probe_rows::<T, true>(ub, p, z, k, lb, w)
-}
-
-/// Leverage scores ‖U_i‖² and `UᵀU Z` for the `k ≤ 4` probe columns `z` (column c at
-/// `z[c*p..]`) in one pass over U: each row is read once for its leverage, its k dot products
-/// y_c = U_i·z_c and the updates w_c += y_c U_i (f64 accumulation). Row blocks run in parallel;
-/// the block partials are summed in a fixed order (thread-count independent). O(Npk) time.
-pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: usize) -> (Vec<f64>, Vec<f64>) {
-    const ROWS: usize = SCAN_ROWS;
-    let k = k.min(4);
-    #[cfg(target_arch = "x86_64")]
-    let avx2 = std::arch::is_x86_feature_detected!("avx2");
-    #[cfg(target_arch = "x86_64")]
-    let fma = avx2 && std::arch::is_x86_feature_detected!("fma");
-    let mut lev = vec![0.0; n];
-    let partials: Vec<Vec<f64>> = lev
-        .par_chunks_mut(ROWS)
-        .zip(u[..n * p].par_chunks(ROWS * p))
-        .with_max_len(1)
-        .map(|(lb, ub)| {
-            let mut w = vec![0.0; p * k];
-            #[cfg(target_arch = "x86_64")]
-            if fma {
-                // SAFETY: AVX2 and FMA support were detected at run time.
-                unsafe { probe_rows_fma(ub, p, z, k, lb, &mut w) };
-                return w;
-            }
-            #[cfg(target_arch = "x86_64")]
-            if avx2 {
-                // SAFETY: AVX2 support was detected at run time.
-                unsafe { probe_rows_avx2(ub, p, z, k, lb, &mut w) };
-                return w;
-            }
-            probe_rows::<T, false>(ub, p, z, k, lb, &mut w);
-            w
-        })
-        .collect();
-    let mut w = vec![0.0; p * k];
-    for part in partials {
-        for (a, b) in w.iter_mut().zip(part) {
-            *a += b;
-        }
-    }
-    (lev, w)
-}
-
 /// The randomized orthonormality check: `probes` directions z drawn uniformly on the unit sphere
 /// of R^p (from stream (seed, 0)); returns the leverage scores and max_z ‖(UᵀU − I)z‖.
 ///
@@ -184,7 +93,7 @@ pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: u
 /// density of vᵀz is bounded by Γ(p/2)/(√π Γ((p−1)/2)) < √(p/(2π)), Gautschi's inequality), so
 /// such a U passes with probability at most (√(2p/π)·tol/ε)^probes. For E = ε vvᵀ the pass
 /// probability is exactly P(|vᵀz| ≤ tol/ε)^probes; the tests check the empirical rate against it.
-pub fn orthonormality_probe<T: Dense>(u: &[T], n: usize, p: usize, probes: usize, seed: u64) -> (Vec<f64>, f64) {
+pub fn orthonormality_probe<T: Real>(u: &[T], n: usize, p: usize, probes: usize, seed: u64) -> Result<(Vec<f64>, f64)> {
     let k = probes.clamp(1, 4);
     let mut r = rng::stream(seed, 0);
     let mut z = vec![0.0; p * k];
@@ -202,10 +111,10 @@ pub fn orthonormality_probe<T: Dense>(u: &[T], n: usize, p: usize, probes: usize
             z[c * p + i] *= inv;
         }
     }
-    let (lev, w) = leverage_and_probe(u, n, p, &z, k);
+    let (lev, w) = super::scan::leverage_and_probe(u, n, p, &z, k)?;
     let err =
         (0..k).map(|c| (0..p).map(|i| (w[c * p + i] - z[c * p + i]).powi(2)).sum::<f64>().sqrt()).fold(0.0, f64::max);
-    (lev, if err.is_finite() { err } else { f64::INFINITY })
+    Ok((lev, if err.is_finite() { err } else { f64::INFINITY }))
 }
 
 /// Largest absolute entry of `UᵀU − I` (how far the columns of `u` are from orthonormal).
@@ -236,23 +145,7 @@ fn sumsq<T: Real>(r: &[T]) -> f64 {
     acc.iter().sum::<f64>() + tail
 }
 
-/// Rows per task of the O(Np) scans ([`leverage`], [`leverage_and_probe`]). Every block is its own
-/// rayon task (`with_max_len(1)`), so idle threads steal the blocks left: when another library's
-/// threads (e.g. OpenBLAS workers spinning after a GEMM) hold a core, the scan's other thread keeps
-/// going instead of waiting at the end for a static half-share (about 0.1 ms of work per block).
-const SCAN_ROWS: usize = 2048;
-
-/// Leverage scores ‖U_i‖² (the diagonal of K = UUᵀ), in f64.
-pub fn leverage<T: Real>(u: &[T], n: usize, p: usize) -> Vec<f64> {
-    let mut out = vec![0.0; n];
-    out.par_chunks_mut(SCAN_ROWS).with_max_len(1).enumerate().for_each(|(b, o)| {
-        for (k, ok) in o.iter_mut().enumerate() {
-            let i = b * SCAN_ROWS + k;
-            *ok = sumsq(&u[i * p..(i + 1) * p]);
-        }
-    });
-    out
-}
+pub use super::scan::leverage;
 
 /// Orthonormal basis `Q` (n×r, row-major) of the column space of the row-major `n × p` matrix `x`
 /// and its numerical rank `r`: direct TSQR over fixed logical row blocks ([`super::tsqr`]), the
@@ -384,7 +277,7 @@ pub fn exact_variance<T: Dense>(w: &[T], n: usize, r: usize, g: &[f64]) -> Resul
         return Err(ThriftyError::shape("g", format!("has length {}, expected {n}", g.len())));
     }
     ensure_finite("g", g)?;
-    let lev = leverage(w, n, r);
+    let lev = leverage(w, n, r)?;
     let first: f64 = g.iter().zip(&lev).map(|(a, l)| a * a * l).sum();
     // M = Wᵀ diag(g) W as the Gram matrix of rows scaled by sqrt|g| with signs tracked: split g = g⁺ − g⁻.
     // Block by block (the blocks and their order are gram's), so no n × r copy is held.
@@ -420,9 +313,9 @@ mod tests {
     fn randomized_check_accepts_orthonormal_and_rejects_perturbed_bases() {
         let (n, p) = (400, 12);
         let (u, _) = orthonormalize(&test_matrix(n, p, 7), n, p, 1e-8, true, never()).unwrap();
-        let (lev, err) = orthonormality_probe(&u, n, p, 2, 3);
+        let (lev, err) = orthonormality_probe(&u, n, p, 2, 3).unwrap();
         assert!(err < 1e-12, "{err}");
-        let exact = leverage(&u, n, p);
+        let exact = leverage(&u, n, p).unwrap();
         assert!(lev.iter().zip(&exact).all(|(a, b)| (a - b).abs() < 1e-15));
         // One entry of UᵀU − I of size 1e-3 (a column scaled by 1 + 5e-4): caught on every seed.
         let mut bad = u.clone();
@@ -430,11 +323,11 @@ mod tests {
             bad[i * p + 5] *= 1.0 + 5e-4;
         }
         for seed in 0..20 {
-            let (_, e) = orthonormality_probe(&bad, n, p, 2, seed);
+            let (_, e) = orthonormality_probe(&bad, n, p, 2, seed).unwrap();
             assert!(e > 1e-6, "seed {seed}: {e}");
         }
         let uf: Vec<f32> = u.iter().map(|&v| v as f32).collect();
-        assert!(orthonormality_probe(&uf, n, p, 2, 1).1 < 1e-5);
+        assert!(orthonormality_probe(&uf, n, p, 2, 1).unwrap().1 < 1e-5);
     }
 
     /// P(|vᵀz| ≤ a) for z uniform on the sphere of R^p and a fixed unit v: the integral of the
@@ -475,7 +368,7 @@ mod tests {
         let single = sphere_marginal_cdf(p, a);
         let trials = 4000u64;
         for probes in [1usize, 2] {
-            let passed = (0..trials).filter(|&s| orthonormality_probe(&u, n, p, probes, 1000 + s).1 <= tol).count();
+            let passed = (0..trials).filter(|&s| orthonormality_probe(&u, n, p, probes, 1000 + s).unwrap().1 <= tol).count();
             let rate = passed as f64 / trials as f64;
             let want = single.powi(probes as i32);
             let sd = (want * (1.0 - want) / trials as f64).sqrt();
