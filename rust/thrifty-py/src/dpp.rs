@@ -92,7 +92,7 @@ fn dpp_orthonormalize<'py>(
 #[pyfunction]
 fn dpp_orthonormality_error(py: Python<'_>, u: &Bound<'_, PyAny>) -> PyResult<f64> {
     let m = FloatMatrix::new(u, "U")?;
-    with_matrix!(m, "U", |s, n, p| enter(py, None, |_| Ok(ortho::orthonormality_error(s, n, p))))
+    with_matrix!(m, "U", |s, n, p| enter(py, None, |_| ortho::orthonormality_error(s, n, p)))
 }
 
 /// Exact variance of Σ_{i∈S} g_i for the DPP with marginal kernel K = WWᵀ.
@@ -235,8 +235,8 @@ impl DppEnsemble {
         matrix(py, self.inner.v.clone(), self.inner.n, self.inner.r)
     }
 
-    fn inclusion<'py>(&self, py: Python<'py>) -> F64s<'py> {
-        self.inner.inclusion().into_pyarray(py)
+    fn inclusion<'py>(&self, py: Python<'py>) -> PyResult<F64s<'py>> {
+        Ok(self.inner.inclusion().py()?.into_pyarray(py))
     }
 
     fn exact_variance(&self, py: Python<'_>, g: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {

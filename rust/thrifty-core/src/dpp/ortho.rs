@@ -55,33 +55,37 @@ macro_rules! impl_dense {
 impl_dense!(f32);
 impl_dense!(f64);
 
-fn sum_partials(partials: Vec<Vec<f64>>, p: usize) -> Vec<f64> {
-    let mut g = vec![0.0; p * p];
+fn sum_partials(partials: Vec<Vec<f64>>, p: usize) -> Result<Vec<f64>> {
+    let mut g = try_zeroed("a p × p Gram matrix", p * p)?;
     for part in partials {
         for (a, b) in g.iter_mut().zip(part) {
             *a += b;
         }
     }
-    g
+    Ok(g)
 }
 
 /// `XᵀX` (p×p, row-major, f64) of a row-major `n × p` matrix; blocks summed in a fixed order.
-pub fn gram<T: Dense>(x: &[T], n: usize, p: usize) -> Vec<f64> {
-    gram_cancellable(x, n, p, super::never()).unwrap_or_default()
+pub fn gram<T: Dense>(x: &[T], n: usize, p: usize) -> Result<Vec<f64>> {
+    gram_cancellable(x, n, p, super::never())
 }
 
-/// [`gram`] that checks `cancel` before every block.
+/// [`gram`] that checks `cancel` before every block. Every block's p × p partial is held until the
+/// fixed-order sum, so their total is checked against the machine first.
 pub fn gram_cancellable<T: Dense>(x: &[T], n: usize, p: usize, cancel: &AtomicBool) -> Result<Vec<f64>> {
+    let blocks = n.div_ceil(BLOCK) as f64;
+    let what = "the Gram matrices UᵀU of the row blocks (p × p each)";
+    crate::alloc::ensure_fits(what, (2.0 * blocks + 1.0) * 8.0 * (p as f64).powi(2))?;
     let partials: Vec<Vec<f64>> = x[..n * p]
         .par_chunks(BLOCK * p)
         .map(|blk| {
             check_cancel(cancel)?;
-            let mut g = vec![T::zero(); p * p];
+            let mut g: Vec<T> = try_zeroed(what, p * p)?;
             T::gram_block(blk, blk.len() / p, p, &mut g);
-            Ok(g.into_iter().map(|v| v.as_f64()).collect())
+            crate::alloc::try_collect(what, g.into_iter().map(|v| v.as_f64()))
         })
         .collect::<Result<_>>()?;
-    Ok(sum_partials(partials, p))
+    sum_partials(partials, p)
 }
 
 /// The randomized orthonormality check: `probes` directions z drawn uniformly on the unit sphere
@@ -118,8 +122,8 @@ pub fn orthonormality_probe<T: Real>(u: &[T], n: usize, p: usize, probes: usize,
 }
 
 /// Largest absolute entry of `UᵀU − I` (how far the columns of `u` are from orthonormal).
-pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> f64 {
-    let g = gram(u, n, p);
+pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> Result<f64> {
+    let g = gram(u, n, p)?;
     let mut e: f64 = 0.0;
     for i in 0..p {
         for j in 0..p {
@@ -127,7 +131,7 @@ pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> f64 {
             e = e.max((g[i * p + j] - t).abs());
         }
     }
-    e
+    Ok(e)
 }
 
 /// Σ r_i² in f64 over eight independent accumulators (the sum is bound by add latency otherwise).
@@ -291,12 +295,12 @@ pub fn exact_variance<T: Dense>(w: &[T], n: usize, r: usize, g: &[f64]) -> Resul
                     let gi = (gi * sign).max(0.0).sqrt();
                     srow.iter_mut().zip(wrow).for_each(|(o, v)| *o = v.as_f64() * gi);
                 }
-                let mut part = vec![0.0; r * r];
+                let mut part = try_zeroed("a p × p Gram matrix", r * r)?;
                 f64::gram_block(&s, gb.len(), r, &mut part);
                 Ok(part)
             })
             .collect::<Result<_>>()?;
-        Ok(sum_partials(partials, r))
+        sum_partials(partials, r)
     };
     let mp = scaled_gram(1.0)?;
     let mm = scaled_gram(-1.0)?;
@@ -389,7 +393,7 @@ mod tests {
         let x = test_matrix(n, p, 1);
         let (q, r) = orthonormalize(&x, n, p, 1e-8, true, never()).unwrap();
         assert_eq!(r, p);
-        assert!(orthonormality_error(&q, n, r) < 1e-12);
+        assert!(orthonormality_error(&q, n, r).unwrap() < 1e-12);
         // Projection of X onto span(Q) reproduces X.
         for c in 0..p {
             let coef: Vec<f64> = (0..r).map(|k| (0..n).map(|i| q[i * r + k] * x[i * p + c]).sum()).collect();
@@ -412,17 +416,17 @@ mod tests {
         // exactly dependent column is dropped.
         let (q, r) = orthonormalize(&x, n, p, 1e-6, false, never()).unwrap();
         assert_eq!(r, 3);
-        assert!(orthonormality_error(&q, n, r) < 1e-11);
+        assert!(orthonormality_error(&q, n, r).unwrap() < 1e-11);
         let (q, r) = orthonormalize(&x, n, p, 1e-6, true, never()).unwrap();
         assert_eq!(r, 4);
-        assert!(orthonormality_error(&q, n, r) < 1e-11);
+        assert!(orthonormality_error(&q, n, r).unwrap() < 1e-11);
         let (q, r) = orthonormalize(&x, n, p, 1e-12, false, never()).unwrap();
         assert_eq!(r, 4);
-        assert!(orthonormality_error(&q, n, r) < 1e-11);
+        assert!(orthonormality_error(&q, n, r).unwrap() < 1e-11);
         let xf: Vec<f32> = test_matrix(n, p, 3).iter().map(|&v| v as f32).collect();
         let (qf, rf) = orthonormalize(&xf, n, p, 1e-3, true, never()).unwrap();
         assert_eq!(rf, p);
-        assert!(orthonormality_error(&qf, n, rf) < 1e-5);
+        assert!(orthonormality_error(&qf, n, rf).unwrap() < 1e-5);
         assert!(orthonormalize(&[0.0; 6], 3, 2, 1e-8, true, never()).is_err());
         assert!(orthonormalize(&[f64::NAN, 1.0], 2, 1, 1e-8, true, never()).is_err());
         let raised = AtomicBool::new(true);

@@ -90,7 +90,7 @@ impl Projection {
                 return Err(not_orthonormal("‖(UᵀU − I)z‖ for a random unit z", err, tol));
             }
             (OrthoCheck::Exact { tol }, _) => {
-                let err = ortho::orthonormality_error(u, n, p);
+                let err = ortho::orthonormality_error(u, n, p)?;
                 if !(err <= tol) {
                     return Err(not_orthonormal("max |UᵀU − I|", err, tol));
                 }
