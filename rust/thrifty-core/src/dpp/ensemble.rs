@@ -106,7 +106,8 @@ impl Spectrum {
         let (nf, df, kf) = (n as f64, d as f64, n.min(d) as f64);
         let what = "the SVD of the features (a copy, both factors and a workspace)";
         crate::alloc::ensure_fits(what, 8.0 * (2.0 * nf * df + 3.0 * nf * kf + 2.0 * df * kf))?;
-        let f: Vec<f64> = crate::alloc::try_collect("a float64 copy of features", phi.iter().map(|&v| Real::as_f64(v)))?;
+        let f: Vec<f64> =
+            crate::alloc::try_collect("a float64 copy of features", phi.iter().map(|&v| Real::as_f64(v)))?;
         let svd = linalg::view(&f, n, d)
             .thin_svd()
             .map_err(|e| ThriftyError::numerical("SVD of the features", format!("{e:?}")))?;
@@ -132,7 +133,10 @@ impl Spectrum {
             return Ok(0.0);
         }
         let s: Vec<f64> = self.lam.iter().map(|l| (l / (1.0 + l)).sqrt()).collect();
-        let w = crate::alloc::try_collect("the scaled eigenvectors (n × rank)", (0..self.n * self.r).map(|k| self.v[k] * s[k % self.r]))?;
+        let w = crate::alloc::try_collect(
+            "the scaled eigenvectors (n × rank)",
+            (0..self.n * self.r).map(|k| self.v[k] * s[k % self.r]),
+        )?;
         ortho::exact_variance(&w, self.n, self.r, g)
     }
 
@@ -142,7 +146,8 @@ impl Spectrum {
         if k == 0 {
             return Ok(Vec::new());
         }
-        let mut u: Vec<f64> = try_zeroed("the sample's eigenvector basis (n × k)", super::checked_size("L", self.n, k)?)?;
+        let mut u: Vec<f64> =
+            try_zeroed("the sample's eigenvector basis (n × k)", super::checked_size("L", self.n, k)?)?;
         for i in 0..self.n {
             for (c, &j) in cols.iter().enumerate() {
                 u[i * k + c] = self.v[i * self.r + j];

@@ -372,7 +372,8 @@ mod tests {
         let single = sphere_marginal_cdf(p, a);
         let trials = 4000u64;
         for probes in [1usize, 2] {
-            let passed = (0..trials).filter(|&s| orthonormality_probe(&u, n, p, probes, 1000 + s).unwrap().1 <= tol).count();
+            let passed =
+                (0..trials).filter(|&s| orthonormality_probe(&u, n, p, probes, 1000 + s).unwrap().1 <= tol).count();
             let rate = passed as f64 / trials as f64;
             let want = single.powi(probes as i32);
             let sd = (want * (1.0 - want) / trials as f64).sqrt();

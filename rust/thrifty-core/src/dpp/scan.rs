@@ -74,6 +74,12 @@ fn norm_and_dots<T: Real, const K: usize, const FMA: bool>(row: &[T], z: &[&[f64
 #[inline(always)]
 fn scan_rows<T: Real, const K: usize, const FMA: bool>(ub: &[T], p: usize, z: &[f64], lb: &mut [f64], w: &mut [f64]) {
     let zs: [&[f64]; K] = std::array::from_fn(|c| &z[c * p..(c + 1) * p]);
+    if K == 0 {
+        for (row, l) in ub.chunks_exact(p).zip(lb.iter_mut()) {
+            *l = norm_and_dots::<T, K, FMA>(row, &zs, &mut [0.0; K]);
+        }
+        return;
+    }
     let mut quads = ub.chunks_exact(4 * p);
     let mut levs = lb.chunks_exact_mut(4);
     for (quad, lq) in (&mut quads).zip(&mut levs) {
