@@ -32,7 +32,7 @@ if limit:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 import numpy as np
 from thrifty.cluster import HartiganKMeans
-from thrifty.dpp import LEnsemble, ProjectionDPP, greedy_map, orthonormalize
+from thrifty.dpp import LEnsemble, ProjectionDPP, greedy_map, orthonormalize, select_mutual_information
 from thrifty.inference import subspace_test
 rng = np.random.default_rng(0)
 {setup}
@@ -132,6 +132,18 @@ MEMORY = [
     Case("memory", "LEnsemble(np.eye(7000))"),
     Case("memory", "orthonormalize(A)", "A = rng.standard_normal((3, 100000))", show="str(result.shape)"),
     Case("memory", "ProjectionDPP.from_features(A)", "A = rng.standard_normal((4, 50000))", show="str(result.rank)"),
+    # Same classes, other buffers (issue 21, point 1's audit): the proposal table and the chain
+    # rule's residuals of a tall U, check="exact"'s p × p Gram matrices, the n × n inverse of
+    # mutual-information greedy, the SVD of tall features.
+    Case("memory", "ProjectionDPP(U).sample(random_state=0)", "n = 36_000_000; U = np.full((n, 1), n ** -0.5)"),
+    Case(
+        "memory",
+        "ProjectionDPP(U, check=False, method='chain').sample(random_state=0)",
+        "n = 30_000_000; U = np.full((n, 1), n ** -0.5)",
+    ),
+    Case("memory", "ProjectionDPP(np.eye(6000), check='exact')"),
+    Case("memory", "select_mutual_information(np.eye(5500), 3)"),
+    Case("memory", "LEnsemble(features=F).sample(random_state=0)", "F = rng.standard_normal((20000, 2000))"),
 ]
 
 CTRL_C = [

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from thrifty.cluster import HartiganKMeans
-from thrifty.dpp import orthonormalize
+from thrifty.dpp import ProjectionDPP, orthonormalize
 from thrifty.inference import subspace_test
 
 LIMIT = 1_000_000 * 1024  # ulimit -v 1000000
@@ -88,6 +88,43 @@ def test_an_eigendecomposition_beyond_the_memory_limit_is_a_memory_error() -> No
             print("MemoryError", str(e)[:40])
     """)
     assert out.startswith("MemoryError cannot allocate the eigendecomposition"), out
+
+
+def test_buffers_that_follow_the_input_are_memory_errors_under_a_limit() -> None:
+    # Before, each aborted the process ("memory allocation of 288000000 bytes failed") or raised a
+    # PanicException: the proposal table of a tall U (n prefix sums beside the n leverage scores),
+    # the chain rule's n residuals, the p × p Gram matrices of check="exact", and the n × n inverse
+    # of select_mutual_information.
+    out = _run("""
+        from thrifty.dpp import select_mutual_information
+        n = 36_000_000
+        U = np.full((n, 1), n ** -0.5)
+        calls = [
+            lambda: ProjectionDPP(U).sample(random_state=0),
+            lambda: ProjectionDPP(U[:30_000_000], check=False, method="chain").sample(random_state=0),
+            lambda: ProjectionDPP(np.eye(6000), check="exact"),
+            lambda: select_mutual_information(np.eye(5500), 3),
+        ]
+        for call in calls:
+            try:
+                call()
+                print("ok")
+            except MemoryError as e:
+                print("MemoryError:", str(e)[:60])
+    """)
+    lines = out.strip().splitlines()
+    assert len(lines) == 4 and all(line.startswith("MemoryError: cannot allocate") for line in lines), out
+
+
+def test_the_inline_one_off_path_draws_the_pooled_paths_sample() -> None:
+    # ProjectionDPP(U).sample() runs on the calling thread (no pool hand-off); with the randomized
+    # check or none, one sample or the first of many, the same seed gives the same items in order.
+    Q = np.linalg.qr(np.random.default_rng(3).standard_normal((3000, 20)))[0]
+    a = ProjectionDPP(Q).sample(random_state=7)
+    b = ProjectionDPP(Q, check=False).sample(random_state=7)
+    c = ProjectionDPP(Q, check=False).sample_many(3, random_state=7)[0]
+    assert a.tolist() == b.tolist() == c.tolist()
+    assert len(set(a.tolist())) == 20
 
 
 # ---- class 2: Ctrl-C ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from thrifty import _core
+from thrifty._dask_util import is_dask_array
 from thrifty._validation import RandomState, seed_from_random_state
 from thrifty.dpp import _dask
 from thrifty.dpp._checks import (
@@ -112,7 +113,7 @@ class Coreset:
             raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
         if weights not in ("unbiased", "self_normalized"):
             raise ValueError(f"weights must be 'unbiased' or 'self_normalized', got {weights!r}")
-        if _dask.is_dask_array(X):
+        if is_dask_array(X):
             self._init_distributed(X, m, kernel, density, random_state, weights, kernel_options)
             return
         x = check_matrix64(X, "X")

@@ -44,15 +44,6 @@ def _dask_mod() -> Any:
     return importlib.import_module("dask")
 
 
-def is_dask_array(x: Any) -> bool:
-    """True for a ``dask.array.Array`` (checked without importing dask)."""
-    return (
-        type(x).__module__.split(".")[0] == "dask"
-        and hasattr(x, "to_delayed")
-        and hasattr(x, "chunks")
-    )
-
-
 def aligned(X: Any, name: str) -> Any:
     """``X`` as a float32/float64 dask array whose chunks hold whole rows and start at logical
     block boundaries (rechunked if needed; the data are not read)."""

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from thrifty import _core
+from thrifty._dask_util import is_dask_array
 from thrifty._validation import RandomState, seed_from_random_state
 from thrifty.dpp import _dask
 from thrifty.dpp._checks import (
@@ -86,7 +87,7 @@ def orthonormalize(features: Any, *, rtol: float | None = None, equilibrate: boo
     >>> Q.shape, bool(np.allclose(Q.T @ Q, np.eye(5)))
     ((1000, 5), True)
     """
-    if _dask.is_dask_array(features):
+    if is_dask_array(features):
         tol = _default_rtol(features.dtype) if rtol is None else check_positive_float(rtol, "rtol")
         if not tol < 1:
             raise ValueError(f"rtol must be strictly between 0 and 1, got {tol}")
@@ -220,7 +221,7 @@ class ProjectionDPP:
         Given a tall ``dask.array``, returns a :class:`~thrifty.dpp.DistributedProjectionDPP`
         whose samples equal those of this method on the same data in NumPy, for the same seed.
         """
-        if _dask.is_dask_array(features):
+        if is_dask_array(features):
             dist: ProjectionDPP = _distributed_from_features(features, rtol, method, equilibrate)
             return dist
         x = check_matrix(features, "features", finite=False)

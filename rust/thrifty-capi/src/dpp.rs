@@ -182,7 +182,7 @@ pub unsafe extern "C" fn thrifty_dpp_lensemble_sample(
         let spec = spectrum(l, features, n, d, layout)?;
         let rows = enter(threads(n_threads), |c| spec.sample_many(0, count, seed, c))?;
         if !inclusion_out.is_null() {
-            out(inclusion_out, n, "inclusion_out")?.copy_from_slice(&spec.inclusion());
+            out(inclusion_out, n, "inclusion_out")?.copy_from_slice(&spec.inclusion()?);
         }
         fill_ragged(out_samples, rows)
     })

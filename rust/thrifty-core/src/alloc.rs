@@ -48,6 +48,13 @@ pub fn try_with_capacity<T>(what: &'static str, len: usize) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// The items of `items` collected into a vector allocated fallibly (room for all of them at once).
+pub fn try_collect<V>(what: &'static str, items: impl ExactSizeIterator<Item = V>) -> Result<Vec<V>> {
+    let mut v = try_with_capacity(what, items.len())?;
+    v.extend(items);
+    Ok(v)
+}
+
 /// `rows × cols` zeros as a faer matrix, allocated fallibly.
 pub fn try_mat(what: &'static str, rows: usize, cols: usize) -> Result<Mat<f64>> {
     let bytes = bytes_of::<f64>(what, rows.saturating_mul(cols))?;
@@ -106,11 +113,13 @@ mod tests {
             try_filled("the samples", isize::MAX as usize + 1, 0u8).unwrap_err(),
             try_mat("the samples", 1 << 40, 1 << 40).unwrap_err(),
             try_with_capacity::<f64>("the samples", usize::MAX).unwrap_err(),
+            try_collect("the samples", 0..usize::MAX).unwrap_err(),
         ] {
             assert!(matches!(e, ThriftyError::OutOfMemory { what: "the samples", .. }), "{e}");
             assert!(e.to_string().starts_with("cannot allocate the samples"), "{e}");
         }
         assert_eq!(try_zeroed::<f64>("x", 3).unwrap(), vec![0.0; 3]);
+        assert_eq!(try_collect("x", 1..4).unwrap(), vec![1, 2, 3]);
         let m = try_mat("x", 2, 3).unwrap();
         assert_eq!((m.nrows(), m.ncols(), m[(1, 2)]), (2, 3, 0.0));
         assert!(try_buffer("x", StackReq::new::<f64>(16)).is_ok());

@@ -108,11 +108,16 @@ pub fn cholesky_lower(a: &[f64], n: usize) -> Option<Vec<f64>> {
     Some(to_row_major(llt.L()))
 }
 
-/// Inverse of a symmetric positive-definite matrix (row-major), or `None` when it is not SPD.
-pub fn spd_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
+/// Inverse of a symmetric positive-definite matrix (row-major), `Ok(None)` when it is not SPD.
+/// faer holds the factor and the inverse (two n × n matrices) besides the result: their total is
+/// checked against the machine first and the result is allocated fallibly.
+pub fn spd_inverse(a: &[f64], n: usize) -> crate::Result<Option<Vec<f64>>> {
     use faer::linalg::solvers::DenseSolveCore;
-    let llt = view(a, n, n).llt(faer::Side::Lower).ok()?;
-    Some(to_row_major(llt.inverse().as_ref()))
+    crate::alloc::ensure_fits("the inverse of cov (three n × n matrices)", 24.0 * (n as f64).powi(2))?;
+    let Ok(llt) = view(a, n, n).llt(faer::Side::Lower) else {
+        return Ok(None);
+    };
+    try_row_major(llt.inverse().as_ref()).map(Some)
 }
 
 /// The full orthogonal factor Q (m×m) of the QR decomposition of `a` (m×n), computed on the

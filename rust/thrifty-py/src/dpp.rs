@@ -92,7 +92,7 @@ fn dpp_orthonormalize<'py>(
 #[pyfunction]
 fn dpp_orthonormality_error(py: Python<'_>, u: &Bound<'_, PyAny>) -> PyResult<f64> {
     let m = FloatMatrix::new(u, "U")?;
-    with_matrix!(m, "U", |s, n, p| enter(py, None, |_| Ok(ortho::orthonormality_error(s, n, p))))
+    with_matrix!(m, "U", |s, n, p| enter(py, None, |_| ortho::orthonormality_error(s, n, p)))
 }
 
 /// Exact variance of Σ_{i∈S} g_i for the DPP with marginal kernel K = WWᵀ.
@@ -104,6 +104,13 @@ fn dpp_exact_variance(py: Python<'_>, w: &Bound<'_, PyAny>, g: PyReadonlyArray1<
 }
 
 // ---- projection DPP ------------------------------------------------------------------------
+
+/// A core call that the core says ends well under a second, on the calling thread with the GIL
+/// released: no hand-off to a pool worker (a wake-up of a millisecond or more when the cores are
+/// busy). A Ctrl-C meanwhile raises KeyboardInterrupt when it returns.
+fn inline<T: Send>(py: Python<'_>, work: impl FnOnce() -> thrifty_core::Result<T> + Send) -> PyResult<T> {
+    py.detach(work).py()
+}
 
 fn method(name: &str) -> PyResult<Method> {
     match name {
@@ -138,7 +145,13 @@ impl DppProjection {
             }
         };
         let m = FloatMatrix::new(u, "U")?;
-        let inner = with_matrix!(m, "U", |s, n, p| enter(py, None, |_| Projection::new(s, n, p, check))?);
+        let inner = with_matrix!(m, "U", |s, n, p| {
+            if Projection::new_runs_inline(n, p, check) {
+                inline(py, || Projection::new(s, n, p, check))?
+            } else {
+                enter(py, None, |_| Projection::new(s, n, p, check))?
+            }
+        });
         Ok(DppProjection { u: u.clone().unbind(), inner })
     }
 
@@ -159,8 +172,13 @@ impl DppProjection {
     ) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let (m, inner) = (self::method(method)?, &self.inner);
         let u = FloatMatrix::new(self.u.bind(py), "U")?;
-        let flat =
-            with_matrix!(u, "U", |s, _n, _p| enter(py, n_jobs, |c| inner.sample_range(s, offset, count, m, seed, c))?);
+        let flat = with_matrix!(u, "U", |s, _n, _p| {
+            if inner.sample_runs_inline(count, m) && n_jobs != Some(0) {
+                inline(py, || inner.sample_range(s, offset, count, m, seed, thrifty_core::dpp::never()))?
+            } else {
+                enter(py, n_jobs, |c| inner.sample_range(s, offset, count, m, seed, c))?
+            }
+        });
         rows(py, flat, inner.p)
     }
 }
@@ -217,8 +235,8 @@ impl DppEnsemble {
         matrix(py, self.inner.v.clone(), self.inner.n, self.inner.r)
     }
 
-    fn inclusion<'py>(&self, py: Python<'py>) -> F64s<'py> {
-        self.inner.inclusion().into_pyarray(py)
+    fn inclusion<'py>(&self, py: Python<'py>) -> PyResult<F64s<'py>> {
+        Ok(self.inner.inclusion().py()?.into_pyarray(py))
     }
 
     fn exact_variance(&self, py: Python<'_>, g: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {

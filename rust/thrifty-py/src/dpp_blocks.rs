@@ -100,10 +100,10 @@ fn whitening(w: &PyReadonlyArray2<'_, f64>, w2: &Option<PyReadonlyArray2<'_, f64
     Ok(tsqr::Whitening { w1: w1.to_vec(), w2: second, p, r })
 }
 
-fn basis_of<T: thrifty_core::scalar::Real>(s: &[T], n: usize, wh: &tsqr::Whitening) -> Vec<T> {
-    let mut y = vec![0.0; n * wh.r];
+fn basis_of<T: thrifty_core::scalar::Real>(s: &[T], n: usize, wh: &tsqr::Whitening) -> thrifty_core::Result<Vec<T>> {
+    let mut y: Vec<f64> = thrifty_core::alloc::try_zeroed("the basis rows (rows × rank)", n.saturating_mul(wh.r))?;
     wh.apply(s, n, &mut y);
-    y.into_iter().map(T::of).collect()
+    Ok(y.into_iter().map(T::of).collect())
 }
 
 /// Rows of the orthonormal basis for these rows of X, in the dtype of `x`.
@@ -121,7 +121,7 @@ fn dpp_basis_rows<'py>(
         if c != wh.p {
             return Err(PyValueError::new_err(format!("x must have {} columns, got {c}", wh.p)));
         }
-        let out = py.detach(|| basis_of(s, n, &wh));
+        let out = py.detach(|| basis_of(s, n, &wh)).py()?;
         Ok(out.into_pyarray(py).reshape([n, wh.r])?.into_any())
     })
 }
@@ -149,10 +149,11 @@ fn dpp_chunk_leverage<'py>(
             return Err(PyValueError::new_err(format!("x must have {} columns, got {c}", wh.p)));
         }
         py.detach(|| {
-            let u = basis_of(s, n, &wh);
+            let u = basis_of(s, n, &wh)?;
             ortho::leverage(&u, n, wh.r)
         })
-    });
+        .py()
+    })?;
     if lev.iter().any(|l| !l.is_finite()) {
         return Err(PyValueError::new_err("x contains NaN or infinity"));
     }
@@ -219,7 +220,7 @@ fn dpp_sample_fetched<'py>(
     let u = us.as_slice()?;
     let got = with_matrix!(m, "rows", |s, nc, r| {
         enter(py, None, |c| {
-            let lev = ortho::leverage(s, nc, r);
+            let lev = ortho::leverage(s, nc, r)?;
             remote::sample_from_rows(s, nc, r, &lev, &it, u, c)
         })?
     });

@@ -10,6 +10,7 @@
 use super::guide::GuideTable;
 use super::ortho;
 use super::pivot::{self, FactorState, Mode};
+use super::try_zeroed;
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::linalg;
 use crate::rng::{self, Stream};
@@ -28,16 +29,16 @@ pub struct Spectrum {
 /// Relative size below which an eigenvalue of L counts as zero.
 const EIG_RTOL: f64 = 1e-13;
 
-fn build(n: usize, vals: Vec<f64>, vecs: &[f64], ncols: usize, cols: Vec<usize>) -> Spectrum {
+fn build(n: usize, vals: Vec<f64>, vecs: &[f64], ncols: usize, cols: Vec<usize>) -> Result<Spectrum> {
     let r = cols.len();
-    let mut v = vec![0.0; n * r];
+    let mut v = try_zeroed("the eigenvectors kept (n × rank)", n * r)?;
     for i in 0..n {
         for (c, &j) in cols.iter().enumerate() {
             v[i * r + c] = vecs[i * ncols + j];
         }
     }
     let lam = cols.iter().map(|&j| vals[j]).collect();
-    Spectrum { v, lam, n, r }
+    Ok(Spectrum { v, lam, n, r })
 }
 
 impl Spectrum {
@@ -79,7 +80,7 @@ impl Spectrum {
         // rounding noise too.
         let cut = if eps > 1e-12 { noise } else { EIG_RTOL * lmax };
         let cols: Vec<usize> = (0..n).rev().filter(|&j| vals[j] > cut).collect();
-        Ok(build(n, vals, &vecs, n, cols))
+        build(n, vals, &vecs, n, cols)
     }
 
     /// From eigenpairs already computed (a spectrum saved by `v`/`lam`, e.g. an unpickled object):
@@ -100,23 +101,30 @@ impl Spectrum {
     pub fn from_features<T: ortho::Dense>(phi: &[T], n: usize, d: usize) -> Result<Self> {
         ensure_matrix("features", phi, n, d)?;
         super::ortho::finite("features", phi)?;
-        let f: Vec<f64> = phi.iter().map(|&v| Real::as_f64(v)).collect();
+        // faer's thin SVD holds the copy, both factors and a workspace (its buffers are not
+        // fallible): check their total first.
+        let (nf, df, kf) = (n as f64, d as f64, n.min(d) as f64);
+        let what = "the SVD of the features (a copy, both factors and a workspace)";
+        crate::alloc::ensure_fits(what, 8.0 * (2.0 * nf * df + 3.0 * nf * kf + 2.0 * df * kf))?;
+        let f: Vec<f64> =
+            crate::alloc::try_collect("a float64 copy of features", phi.iter().map(|&v| Real::as_f64(v)))?;
         let svd = linalg::view(&f, n, d)
             .thin_svd()
             .map_err(|e| ThriftyError::numerical("SVD of the features", format!("{e:?}")))?;
         let k = n.min(d);
         let s: Vec<f64> = (0..k).map(|i| svd.S().column_vector()[i]).collect();
-        let u = linalg::to_row_major(svd.U());
+        let u = linalg::try_row_major(svd.U())?;
         let vals: Vec<f64> = s.iter().map(|x| x * x).collect();
         let lmax = vals.iter().cloned().fold(0.0, f64::max);
         let cols: Vec<usize> = (0..k).filter(|&j| vals[j] > EIG_RTOL * lmax).collect();
-        Ok(build(n, vals, &u, k, cols))
+        build(n, vals, &u, k, cols)
     }
 
     /// Marginal kernel diagonal K_ii = Σ_c v_ic² λ_c/(1+λ_c).
-    pub fn inclusion(&self) -> Vec<f64> {
+    pub fn inclusion(&self) -> Result<Vec<f64>> {
         let w: Vec<f64> = self.lam.iter().map(|l| l / (1.0 + l)).collect();
-        (0..self.n).map(|i| (0..self.r).map(|c| self.v[i * self.r + c].powi(2) * w[c]).sum()).collect()
+        let k_ii = (0..self.n).map(|i| (0..self.r).map(|c| self.v[i * self.r + c].powi(2) * w[c]).sum());
+        crate::alloc::try_collect("the inclusion probabilities", k_ii)
     }
 
     /// Exact variance of Σ_{i∈S} g_i: K = WWᵀ with W = V diag(√(λ/(1+λ))).
@@ -125,7 +133,10 @@ impl Spectrum {
             return Ok(0.0);
         }
         let s: Vec<f64> = self.lam.iter().map(|l| (l / (1.0 + l)).sqrt()).collect();
-        let w: Vec<f64> = (0..self.n * self.r).map(|k| self.v[k] * s[k % self.r]).collect();
+        let w = crate::alloc::try_collect(
+            "the scaled eigenvectors (n × rank)",
+            (0..self.n * self.r).map(|k| self.v[k] * s[k % self.r]),
+        )?;
         ortho::exact_variance(&w, self.n, self.r, g)
     }
 
@@ -135,13 +146,14 @@ impl Spectrum {
         if k == 0 {
             return Ok(Vec::new());
         }
-        let mut u = vec![0.0; self.n * k];
+        let mut u: Vec<f64> =
+            try_zeroed("the sample's eigenvector basis (n × k)", super::checked_size("L", self.n, k)?)?;
         for i in 0..self.n {
             for (c, &j) in cols.iter().enumerate() {
                 u[i * k + c] = self.v[i * self.r + j];
             }
         }
-        let lev = ortho::leverage(&u, self.n, k);
+        let lev = ortho::leverage(&u, self.n, k)?;
         let mut st = FactorState::new(&u, self.n, k, &lev);
         let path = if k >= 16 {
             let table = GuideTable::new(&lev)?;
@@ -288,7 +300,7 @@ mod tests {
         let b = Spectrum::from_features(&phi, n, d).unwrap();
         assert_eq!(a.r, 3);
         assert_eq!(b.r, 3);
-        for (x, y) in a.inclusion().iter().zip(b.inclusion()) {
+        for (x, y) in a.inclusion().unwrap().iter().zip(b.inclusion().unwrap()) {
             assert!((x - y).abs() < 1e-10);
         }
         let mut nonsym = l.clone();

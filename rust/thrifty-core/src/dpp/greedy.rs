@@ -147,7 +147,7 @@ pub fn entropy_factor<T: super::ortho::Dense>(
     ensure_matrix("features", v, n, p)?;
     super::ortho::finite("features", v)?;
     check_k(k, n)?;
-    let lev = super::ortho::leverage(v, n, p);
+    let lev = super::ortho::leverage(v, n, p)?;
     pivot::run(&mut FactorState::new(v, n, p, &lev), Mode::Argmax, k, tol, cancel)
 }
 
@@ -176,12 +176,12 @@ pub fn mutual_information(
     for i in 0..n {
         s[i * n + i] += noise;
     }
-    let mut p = linalg::spd_inverse(&s, n).ok_or_else(|| {
+    let mut p = linalg::spd_inverse(&s, n)?.ok_or_else(|| {
         ThriftyError::invalid("cov", "is not positive semi-definite (Cholesky of cov + noise·I failed)")
     })?;
     let mut state = KernelState::new(&s, n);
-    let mut d = state.diagonal();
-    let mut remaining = vec![true; n];
+    let mut d = state.diagonal()?;
+    let mut remaining = crate::alloc::try_filled("the remaining items", n, true)?;
     let mut path = PivotPath::default();
     let mut gains = Vec::with_capacity(k);
     for _ in 0..k {
@@ -215,7 +215,7 @@ pub fn mutual_information(
         gains.push(g);
         // P ← P − P[:,a] P[a,:] / P_aa: the inverse of Σ over the remaining items.
         let paa = p[a * n + a];
-        let col: Vec<f64> = (0..n).map(|i| p[i * n + a]).collect();
+        let col: Vec<f64> = crate::alloc::try_collect("a column of the inverse", (0..n).map(|i| p[i * n + a]))?;
         for i in 0..n {
             if !remaining[i] || col[i] == 0.0 {
                 continue;

@@ -37,7 +37,7 @@ impl GuideTable {
         // sum inside block b and P_b the running sum of the block totals. A distributed caller that
         // holds only block totals maps a target to its block, and the block's worker finishes the
         // search with the same arithmetic (tsqr::locate_in_block): the same item, bit for bit.
-        let mut cum = Vec::with_capacity(n);
+        let mut cum = crate::alloc::try_with_capacity("the proposal table (one prefix sum per item)", n)?;
         let (mut acc, mut ok) = (0.0, true);
         for blk in w.chunks(super::tsqr::LEAF_ROWS) {
             let mut c = 0.0;
@@ -58,7 +58,10 @@ impl GuideTable {
         let buckets = n.div_ceil(PER_BUCKET);
         let scale = buckets as f64 / acc;
         // bucket(cum[i]) is non-decreasing in i, so each start is a binary search.
-        let guide = (0..=buckets).map(|b| cum.partition_point(|&c| Self::bucket(c, scale, buckets) < b)).collect();
+        let guide = crate::alloc::try_collect(
+            "the proposal table's buckets",
+            (0..buckets + 1).map(|b| cum.partition_point(|&c| Self::bucket(c, scale, buckets) < b)),
+        )?;
         Ok(GuideTable { cum, guide, scale, buckets, last })
     }
 

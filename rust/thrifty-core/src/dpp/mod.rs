@@ -27,6 +27,7 @@ pub mod ortho;
 pub mod pivot;
 pub mod projection;
 pub mod remote;
+pub mod scan;
 pub mod tsqr;
 
 pub use guide::GuideTable;

@@ -5,7 +5,8 @@
 //! the distributed path): the columns are equilibrated (scaled to unit norm, read off R), the rank
 //! comes from the SVD of the p×p R, and a second pass refines an ill-conditioned basis.
 //!
-//! [`orthonormality_probe`]: the O(Np) randomized check of UᵀU = I, fused with the leverage pass.
+//! [`orthonormality_probe`]: the O(Np) randomized check of UᵀU = I, fused with the leverage pass
+//! ([`super::scan`]).
 use super::{check_cancel, try_zeroed};
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::rng;
@@ -54,125 +55,37 @@ macro_rules! impl_dense {
 impl_dense!(f32);
 impl_dense!(f64);
 
-fn sum_partials(partials: Vec<Vec<f64>>, p: usize) -> Vec<f64> {
-    let mut g = vec![0.0; p * p];
+fn sum_partials(partials: Vec<Vec<f64>>, p: usize) -> Result<Vec<f64>> {
+    let mut g = try_zeroed("a p × p Gram matrix", p * p)?;
     for part in partials {
         for (a, b) in g.iter_mut().zip(part) {
             *a += b;
         }
     }
-    g
+    Ok(g)
 }
 
 /// `XᵀX` (p×p, row-major, f64) of a row-major `n × p` matrix; blocks summed in a fixed order.
-pub fn gram<T: Dense>(x: &[T], n: usize, p: usize) -> Vec<f64> {
-    gram_cancellable(x, n, p, super::never()).unwrap_or_default()
+pub fn gram<T: Dense>(x: &[T], n: usize, p: usize) -> Result<Vec<f64>> {
+    gram_cancellable(x, n, p, super::never())
 }
 
-/// [`gram`] that checks `cancel` before every block.
+/// [`gram`] that checks `cancel` before every block. Every block's p × p partial is held until the
+/// fixed-order sum, so their total is checked against the machine first.
 pub fn gram_cancellable<T: Dense>(x: &[T], n: usize, p: usize, cancel: &AtomicBool) -> Result<Vec<f64>> {
+    let blocks = n.div_ceil(BLOCK) as f64;
+    let what = "the Gram matrices UᵀU of the row blocks (p × p each)";
+    crate::alloc::ensure_fits(what, (2.0 * blocks + 1.0) * 8.0 * (p as f64).powi(2))?;
     let partials: Vec<Vec<f64>> = x[..n * p]
         .par_chunks(BLOCK * p)
         .map(|blk| {
             check_cancel(cancel)?;
-            let mut g = vec![T::zero(); p * p];
+            let mut g: Vec<T> = try_zeroed(what, p * p)?;
             T::gram_block(blk, blk.len() / p, p, &mut g);
-            Ok(g.into_iter().map(|v| v.as_f64()).collect())
+            crate::alloc::try_collect(what, g.into_iter().map(|v| v.as_f64()))
         })
         .collect::<Result<_>>()?;
-    Ok(sum_partials(partials, p))
-}
-
-/// One row block of [`leverage_and_probe`]: leverage into `lb`, `w_c += (U_i·z_c) U_i` into `w`.
-/// Eight independent lanes per sum so the compiler can keep them in SIMD registers. With `FMA` the
-/// probe's dot products and updates use fused multiply-adds (half the instructions); the leverage
-/// (`sumsq`) never does, so it has the same bits as [`leverage`] on every path.
-#[inline(always)]
-fn probe_rows<T: Real, const FMA: bool>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
-    let mut y = [0.0f64; 4];
-    for (l, row) in lb.iter_mut().zip(ub.chunks_exact(p)) {
-        *l = sumsq(row);
-        for (c, yc) in y.iter_mut().enumerate().take(k) {
-            let zc = &z[c * p..(c + 1) * p];
-            let mut acc = [0.0f64; 8];
-            let (rc, zcc) = (row.chunks_exact(8), zc.chunks_exact(8));
-            let tail: f64 = rc.remainder().iter().zip(zcc.remainder()).map(|(a, b)| a.as_f64() * b).sum();
-            for (r8, z8) in rc.zip(zcc) {
-                for t in 0..8 {
-                    acc[t] = if FMA { r8[t].as_f64().mul_add(z8[t], acc[t]) } else { acc[t] + r8[t].as_f64() * z8[t] };
-                }
-            }
-            *yc = acc.iter().sum::<f64>() + tail;
-        }
-        for (c, &yc) in y.iter().enumerate().take(k) {
-            for (wj, &uj) in w[c * p..(c + 1) * p].iter_mut().zip(row) {
-                *wj = if FMA { yc.mul_add(uj.as_f64(), *wj) } else { *wj + yc * uj.as_f64() };
-            }
-        }
-    }
-}
-
-/// [`probe_rows`] compiled for AVX2 (4 doubles per instruction instead of SSE2's 2).
-///
-/// # Safety
-/// The CPU must support AVX2 (checked by the caller).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn probe_rows_avx2<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
-    probe_rows::<T, false>(ub, p, z, k, lb, w)
-}
-
-/// [`probe_rows`] with AVX2 and fused multiply-adds.
-///
-/// # Safety
-/// The CPU must support AVX2 and FMA (checked by the caller).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn probe_rows_fma<T: Real>(ub: &[T], p: usize, z: &[f64], k: usize, lb: &mut [f64], w: &mut [f64]) {
-    probe_rows::<T, true>(ub, p, z, k, lb, w)
-}
-
-/// Leverage scores ‖U_i‖² and `UᵀU Z` for the `k ≤ 4` probe columns `z` (column c at
-/// `z[c*p..]`) in one pass over U: each row is read once for its leverage, its k dot products
-/// y_c = U_i·z_c and the updates w_c += y_c U_i (f64 accumulation). Row blocks run in parallel;
-/// the block partials are summed in a fixed order (thread-count independent). O(Npk) time.
-pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: usize) -> (Vec<f64>, Vec<f64>) {
-    const ROWS: usize = SCAN_ROWS;
-    let k = k.min(4);
-    #[cfg(target_arch = "x86_64")]
-    let avx2 = std::arch::is_x86_feature_detected!("avx2");
-    #[cfg(target_arch = "x86_64")]
-    let fma = avx2 && std::arch::is_x86_feature_detected!("fma");
-    let mut lev = vec![0.0; n];
-    let partials: Vec<Vec<f64>> = lev
-        .par_chunks_mut(ROWS)
-        .zip(u[..n * p].par_chunks(ROWS * p))
-        .with_max_len(1)
-        .map(|(lb, ub)| {
-            let mut w = vec![0.0; p * k];
-            #[cfg(target_arch = "x86_64")]
-            if fma {
-                // SAFETY: AVX2 and FMA support were detected at run time.
-                unsafe { probe_rows_fma(ub, p, z, k, lb, &mut w) };
-                return w;
-            }
-            #[cfg(target_arch = "x86_64")]
-            if avx2 {
-                // SAFETY: AVX2 support was detected at run time.
-                unsafe { probe_rows_avx2(ub, p, z, k, lb, &mut w) };
-                return w;
-            }
-            probe_rows::<T, false>(ub, p, z, k, lb, &mut w);
-            w
-        })
-        .collect();
-    let mut w = vec![0.0; p * k];
-    for part in partials {
-        for (a, b) in w.iter_mut().zip(part) {
-            *a += b;
-        }
-    }
-    (lev, w)
+    sum_partials(partials, p)
 }
 
 /// The randomized orthonormality check: `probes` directions z drawn uniformly on the unit sphere
@@ -184,7 +97,7 @@ pub fn leverage_and_probe<T: Dense>(u: &[T], n: usize, p: usize, z: &[f64], k: u
 /// density of vᵀz is bounded by Γ(p/2)/(√π Γ((p−1)/2)) < √(p/(2π)), Gautschi's inequality), so
 /// such a U passes with probability at most (√(2p/π)·tol/ε)^probes. For E = ε vvᵀ the pass
 /// probability is exactly P(|vᵀz| ≤ tol/ε)^probes; the tests check the empirical rate against it.
-pub fn orthonormality_probe<T: Dense>(u: &[T], n: usize, p: usize, probes: usize, seed: u64) -> (Vec<f64>, f64) {
+pub fn orthonormality_probe<T: Real>(u: &[T], n: usize, p: usize, probes: usize, seed: u64) -> Result<(Vec<f64>, f64)> {
     let k = probes.clamp(1, 4);
     let mut r = rng::stream(seed, 0);
     let mut z = vec![0.0; p * k];
@@ -202,15 +115,15 @@ pub fn orthonormality_probe<T: Dense>(u: &[T], n: usize, p: usize, probes: usize
             z[c * p + i] *= inv;
         }
     }
-    let (lev, w) = leverage_and_probe(u, n, p, &z, k);
+    let (lev, w) = super::scan::leverage_and_probe(u, n, p, &z, k)?;
     let err =
         (0..k).map(|c| (0..p).map(|i| (w[c * p + i] - z[c * p + i]).powi(2)).sum::<f64>().sqrt()).fold(0.0, f64::max);
-    (lev, if err.is_finite() { err } else { f64::INFINITY })
+    Ok((lev, if err.is_finite() { err } else { f64::INFINITY }))
 }
 
 /// Largest absolute entry of `UᵀU − I` (how far the columns of `u` are from orthonormal).
-pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> f64 {
-    let g = gram(u, n, p);
+pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> Result<f64> {
+    let g = gram(u, n, p)?;
     let mut e: f64 = 0.0;
     for i in 0..p {
         for j in 0..p {
@@ -218,7 +131,7 @@ pub fn orthonormality_error<T: Dense>(u: &[T], n: usize, p: usize) -> f64 {
             e = e.max((g[i * p + j] - t).abs());
         }
     }
-    e
+    Ok(e)
 }
 
 /// Σ r_i² in f64 over eight independent accumulators (the sum is bound by add latency otherwise).
@@ -236,23 +149,7 @@ fn sumsq<T: Real>(r: &[T]) -> f64 {
     acc.iter().sum::<f64>() + tail
 }
 
-/// Rows per task of the O(Np) scans ([`leverage`], [`leverage_and_probe`]). Every block is its own
-/// rayon task (`with_max_len(1)`), so idle threads steal the blocks left: when another library's
-/// threads (e.g. OpenBLAS workers spinning after a GEMM) hold a core, the scan's other thread keeps
-/// going instead of waiting at the end for a static half-share (about 0.1 ms of work per block).
-const SCAN_ROWS: usize = 2048;
-
-/// Leverage scores ‖U_i‖² (the diagonal of K = UUᵀ), in f64.
-pub fn leverage<T: Real>(u: &[T], n: usize, p: usize) -> Vec<f64> {
-    let mut out = vec![0.0; n];
-    out.par_chunks_mut(SCAN_ROWS).with_max_len(1).enumerate().for_each(|(b, o)| {
-        for (k, ok) in o.iter_mut().enumerate() {
-            let i = b * SCAN_ROWS + k;
-            *ok = sumsq(&u[i * p..(i + 1) * p]);
-        }
-    });
-    out
-}
+pub use super::scan::leverage;
 
 /// Orthonormal basis `Q` (n×r, row-major) of the column space of the row-major `n × p` matrix `x`
 /// and its numerical rank `r`: direct TSQR over fixed logical row blocks ([`super::tsqr`]), the
@@ -384,7 +281,7 @@ pub fn exact_variance<T: Dense>(w: &[T], n: usize, r: usize, g: &[f64]) -> Resul
         return Err(ThriftyError::shape("g", format!("has length {}, expected {n}", g.len())));
     }
     ensure_finite("g", g)?;
-    let lev = leverage(w, n, r);
+    let lev = leverage(w, n, r)?;
     let first: f64 = g.iter().zip(&lev).map(|(a, l)| a * a * l).sum();
     // M = Wᵀ diag(g) W as the Gram matrix of rows scaled by sqrt|g| with signs tracked: split g = g⁺ − g⁻.
     // Block by block (the blocks and their order are gram's), so no n × r copy is held.
@@ -398,12 +295,12 @@ pub fn exact_variance<T: Dense>(w: &[T], n: usize, r: usize, g: &[f64]) -> Resul
                     let gi = (gi * sign).max(0.0).sqrt();
                     srow.iter_mut().zip(wrow).for_each(|(o, v)| *o = v.as_f64() * gi);
                 }
-                let mut part = vec![0.0; r * r];
+                let mut part = try_zeroed("a p × p Gram matrix", r * r)?;
                 f64::gram_block(&s, gb.len(), r, &mut part);
                 Ok(part)
             })
             .collect::<Result<_>>()?;
-        Ok(sum_partials(partials, r))
+        sum_partials(partials, r)
     };
     let mp = scaled_gram(1.0)?;
     let mm = scaled_gram(-1.0)?;
@@ -420,9 +317,9 @@ mod tests {
     fn randomized_check_accepts_orthonormal_and_rejects_perturbed_bases() {
         let (n, p) = (400, 12);
         let (u, _) = orthonormalize(&test_matrix(n, p, 7), n, p, 1e-8, true, never()).unwrap();
-        let (lev, err) = orthonormality_probe(&u, n, p, 2, 3);
+        let (lev, err) = orthonormality_probe(&u, n, p, 2, 3).unwrap();
         assert!(err < 1e-12, "{err}");
-        let exact = leverage(&u, n, p);
+        let exact = leverage(&u, n, p).unwrap();
         assert!(lev.iter().zip(&exact).all(|(a, b)| (a - b).abs() < 1e-15));
         // One entry of UᵀU − I of size 1e-3 (a column scaled by 1 + 5e-4): caught on every seed.
         let mut bad = u.clone();
@@ -430,11 +327,11 @@ mod tests {
             bad[i * p + 5] *= 1.0 + 5e-4;
         }
         for seed in 0..20 {
-            let (_, e) = orthonormality_probe(&bad, n, p, 2, seed);
+            let (_, e) = orthonormality_probe(&bad, n, p, 2, seed).unwrap();
             assert!(e > 1e-6, "seed {seed}: {e}");
         }
         let uf: Vec<f32> = u.iter().map(|&v| v as f32).collect();
-        assert!(orthonormality_probe(&uf, n, p, 2, 1).1 < 1e-5);
+        assert!(orthonormality_probe(&uf, n, p, 2, 1).unwrap().1 < 1e-5);
     }
 
     /// P(|vᵀz| ≤ a) for z uniform on the sphere of R^p and a fixed unit v: the integral of the
@@ -475,7 +372,8 @@ mod tests {
         let single = sphere_marginal_cdf(p, a);
         let trials = 4000u64;
         for probes in [1usize, 2] {
-            let passed = (0..trials).filter(|&s| orthonormality_probe(&u, n, p, probes, 1000 + s).1 <= tol).count();
+            let passed =
+                (0..trials).filter(|&s| orthonormality_probe(&u, n, p, probes, 1000 + s).unwrap().1 <= tol).count();
             let rate = passed as f64 / trials as f64;
             let want = single.powi(probes as i32);
             let sd = (want * (1.0 - want) / trials as f64).sqrt();
@@ -496,7 +394,7 @@ mod tests {
         let x = test_matrix(n, p, 1);
         let (q, r) = orthonormalize(&x, n, p, 1e-8, true, never()).unwrap();
         assert_eq!(r, p);
-        assert!(orthonormality_error(&q, n, r) < 1e-12);
+        assert!(orthonormality_error(&q, n, r).unwrap() < 1e-12);
         // Projection of X onto span(Q) reproduces X.
         for c in 0..p {
             let coef: Vec<f64> = (0..r).map(|k| (0..n).map(|i| q[i * r + k] * x[i * p + c]).sum()).collect();
@@ -519,17 +417,17 @@ mod tests {
         // exactly dependent column is dropped.
         let (q, r) = orthonormalize(&x, n, p, 1e-6, false, never()).unwrap();
         assert_eq!(r, 3);
-        assert!(orthonormality_error(&q, n, r) < 1e-11);
+        assert!(orthonormality_error(&q, n, r).unwrap() < 1e-11);
         let (q, r) = orthonormalize(&x, n, p, 1e-6, true, never()).unwrap();
         assert_eq!(r, 4);
-        assert!(orthonormality_error(&q, n, r) < 1e-11);
+        assert!(orthonormality_error(&q, n, r).unwrap() < 1e-11);
         let (q, r) = orthonormalize(&x, n, p, 1e-12, false, never()).unwrap();
         assert_eq!(r, 4);
-        assert!(orthonormality_error(&q, n, r) < 1e-11);
+        assert!(orthonormality_error(&q, n, r).unwrap() < 1e-11);
         let xf: Vec<f32> = test_matrix(n, p, 3).iter().map(|&v| v as f32).collect();
         let (qf, rf) = orthonormalize(&xf, n, p, 1e-3, true, never()).unwrap();
         assert_eq!(rf, p);
-        assert!(orthonormality_error(&qf, n, rf) < 1e-5);
+        assert!(orthonormality_error(&qf, n, rf).unwrap() < 1e-5);
         assert!(orthonormalize(&[0.0; 6], 3, 2, 1e-8, true, never()).is_err());
         assert!(orthonormalize(&[f64::NAN, 1.0], 2, 1, 1e-8, true, never()).is_err());
         let raised = AtomicBool::new(true);

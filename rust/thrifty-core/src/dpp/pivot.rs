@@ -33,8 +33,8 @@ pub use kernel::KernelState;
 /// Conditioning state of the loop.
 pub trait PivotState: Sync {
     fn n(&self) -> usize;
-    /// Initial residual diagonal (K_ii).
-    fn diagonal(&self) -> Vec<f64>;
+    /// Initial residual diagonal (K_ii), allocated fallibly.
+    fn diagonal(&self) -> Result<Vec<f64>>;
     /// K_ii of one item.
     fn diagonal_at(&self, i: usize) -> f64;
     /// Current residual of item i (O(p·t) for a factor, O(t) for a kernel).
@@ -191,7 +191,7 @@ fn chain_rule<S: PivotState>(
 ) -> Result<PivotPath> {
     let n = state.n();
     let mut path = PivotPath::default();
-    let mut d = state.diagonal();
+    let mut d = state.diagonal()?;
     let scale = d.iter().cloned().fold(0.0, f64::max);
     let floor = tol * scale;
     while path.items.len() < k {
@@ -232,7 +232,7 @@ fn chain_rule<S: PivotState>(
 fn argmax<S: PivotState>(state: &mut S, k: usize, tol: f64, cancel: &AtomicBool) -> Result<PivotPath> {
     let n = state.n();
     let mut path = PivotPath::default();
-    let mut d = state.diagonal();
+    let mut d = state.diagonal()?;
     let scale = d.iter().cloned().fold(0.0, f64::max);
     while path.items.len() < k.min(n) {
         check_cancel(cancel)?;

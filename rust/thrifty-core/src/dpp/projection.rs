@@ -47,7 +47,24 @@ fn not_orthonormal(what: &str, err: f64, tol: f64) -> ThriftyError {
     )
 }
 
+/// Accept/reject samples of rank at most this run on the calling thread one at a time: about
+/// p³ ln p / 2 multiply-adds each, a few milliseconds at p = 250.
+const INLINE_SAMPLE_RANK: usize = 250;
+
 impl Projection {
+    /// Whether [`Projection::new`] with this check is short enough (well under a second: one
+    /// sequential O(Np) scan, see [`super::scan`]) for the bindings to run it on the calling thread
+    /// instead of handing it to a worker that watches for Ctrl-C.
+    pub fn new_runs_inline(n: usize, p: usize, check: OrthoCheck) -> bool {
+        !matches!(check, OrthoCheck::Exact { .. }) && super::scan::runs_inline(n, p)
+    }
+
+    /// Whether `count` samples drawn with `method` are short enough to run on the calling thread:
+    /// one accept/reject sample of moderate rank (its cost does not depend on n).
+    pub fn sample_runs_inline(&self, count: usize, method: Method) -> bool {
+        count == 1 && method == Method::AcceptReject && self.p <= INLINE_SAMPLE_RANK
+    }
+
     pub fn new<T: ortho::Dense>(u: &[T], n: usize, p: usize, check: OrthoCheck) -> Result<Self> {
         ensure_matrix("U", u, n, p)?;
         if p > n {
@@ -56,28 +73,29 @@ impl Projection {
                 format!("has more columns ({p}) than rows ({n}); columns cannot be orthonormal"),
             ));
         }
-        // One pass: a leverage score is finite iff its row is (finiteness check and K_ii together).
-        let leverage = match check {
-            OrthoCheck::Randomized { tol, probes, seed } => {
-                let (lev, err) = ortho::orthonormality_probe(u, n, p, probes, seed);
-                if lev.iter().any(|l| !l.is_finite()) {
-                    return Err(ThriftyError::NotFinite { arg: "U" });
-                }
-                if !(err <= tol) {
-                    return Err(not_orthonormal("‖(UᵀU − I)z‖ for a random unit z", err, tol));
-                }
-                lev
+        // One pass over U (`scan`): the leverage scores, the probe of the randomized check, and the
+        // finiteness check (a leverage score is finite iff its row is).
+        let (leverage, probe_err) = match check {
+            OrthoCheck::Randomized { probes, seed, .. } => {
+                let (lev, err) = ortho::orthonormality_probe(u, n, p, probes, seed)?;
+                (lev, Some(err))
             }
-            _ => ortho::leverage(u, n, p),
+            _ => (ortho::leverage(u, n, p)?, None),
         };
         if leverage.iter().any(|l| !l.is_finite()) {
             return Err(ThriftyError::NotFinite { arg: "U" });
         }
-        if let OrthoCheck::Exact { tol } = check {
-            let err = ortho::orthonormality_error(u, n, p);
-            if !(err <= tol) {
-                return Err(not_orthonormal("max |UᵀU − I|", err, tol));
+        match (check, probe_err) {
+            (OrthoCheck::Randomized { tol, .. }, Some(err)) if !(err <= tol) => {
+                return Err(not_orthonormal("‖(UᵀU − I)z‖ for a random unit z", err, tol));
             }
+            (OrthoCheck::Exact { tol }, _) => {
+                let err = ortho::orthonormality_error(u, n, p)?;
+                if !(err <= tol) {
+                    return Err(not_orthonormal("max |UᵀU − I|", err, tol));
+                }
+            }
+            _ => {}
         }
         let table = GuideTable::new(&leverage)?;
         Ok(Projection { n, p, leverage, table })

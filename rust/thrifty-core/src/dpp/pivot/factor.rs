@@ -41,8 +41,8 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
     fn n(&self) -> usize {
         self.n
     }
-    fn diagonal(&self) -> Vec<f64> {
-        self.lev.to_vec()
+    fn diagonal(&self) -> crate::Result<Vec<f64>> {
+        crate::alloc::try_collect("the residual variances (one per item)", self.lev.iter().copied())
     }
     fn diagonal_at(&self, i: usize) -> f64 {
         self.lev[i]
@@ -144,6 +144,11 @@ impl<'a, T: Dense> PivotState for FactorState<'a, T> {
             return;
         }
         let (p, t) = (self.p, self.t);
+        // The switch only saves time: when its p × p matrices do not fit, stay in the direct form.
+        let bytes = 8.0 * (p as f64) * (2.0 * p as f64 + t as f64);
+        if crate::alloc::ensure_fits("the complement basis", bytes).is_err() {
+            return;
+        }
         // Complete the chosen directions to an orthonormal basis of R^p (Householder QR of Qᵀ).
         let qt = faer::Mat::<f64>::from_fn(p, t, |i, s| self.q[s * p + i]);
         let full = crate::linalg::full_q_seq(qt.as_ref());

@@ -22,8 +22,9 @@ impl<'a, T: Real> PivotState for KernelState<'a, T> {
     fn n(&self) -> usize {
         self.n
     }
-    fn diagonal(&self) -> Vec<f64> {
-        (0..self.n).map(|i| self.k[i * self.n + i].as_f64()).collect()
+    fn diagonal(&self) -> crate::Result<Vec<f64>> {
+        let what = "the residual variances (one per item)";
+        crate::alloc::try_collect(what, (0..self.n).map(|i| self.k[i * self.n + i].as_f64()))
     }
     fn diagonal_at(&self, i: usize) -> f64 {
         self.k[i * self.n + i].as_f64()
