@@ -10,7 +10,7 @@ model on the same batch: the mean (and worst) cosine over layers and batches.
 
 Usage::
 
-    .venv/bin/python benches/compress_trained_cos.py                      # 300 steps (~30 min on 2 loaded cores)
+    .venv/bin/python benches/compress_trained_cos.py                      # 200 steps (~30 min on 2 loaded cores)
     .venv/bin/python benches/compress_trained_cos.py --steps 5 --smoke    # checks the script runs
 """
 
@@ -92,10 +92,11 @@ def report(tag: str, cos: list[float], kinds: dict[str, float], n_layers: int) -
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--width", type=int, default=512)
     ap.add_argument("--layers", type=int, default=6)
-    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--batch", type=int, default=8, help="sequences per held-out batch (the cosine's batches)")
+    ap.add_argument("--train-batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--eval-batches", type=int, default=4)
     ap.add_argument("--smoke", action="store_true", help="tiny model and text")
@@ -111,7 +112,8 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; GPT2LMHeadModel width {args.width}, "
           f"{args.layers} layers, {sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters, "
           f"{n_proj} projections wrapped; stdlib text {data.numel():,} bytes (train {train.numel():,}); "
-          f"batch {args.batch} x {args.seq} tokens", flush=True)  # fmt: skip
+          f"training batch {args.train_batch} x {args.seq} tokens, held-out batches {args.batch} x {args.seq}",
+          flush=True)  # fmt: skip
     g_eval = torch.Generator().manual_seed(7)
     evals = [batch_at(held, g_eval, args.batch, args.seq) for _ in range(args.eval_batches)]
     report("step 0 (random init)", *cosines(model, evals, 8.0), n_proj)
@@ -123,7 +125,7 @@ def main() -> None:
     g = torch.Generator().manual_seed(1)
     t0 = time.perf_counter()
     for step in range(1, args.steps + 1):
-        ids = batch_at(train, g, args.batch, args.seq)
+        ids = batch_at(train, g, args.train_batch, args.seq)
         loss = model(input_ids=ids, labels=ids).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()

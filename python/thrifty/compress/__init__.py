@@ -43,8 +43,8 @@ from thrifty.compress._galore import (
 from thrifty.compress._hooks import SavedCompressor, compress_saved
 from thrifty.compress._kernels import backends
 from thrifty.compress._lean import lean_activations
-from thrifty.compress._loss import lean_loss, linear_cross_entropy
 from thrifty.compress._linear import CompressedLinear, LayerState
+from thrifty.compress._loss import lean_loss, linear_cross_entropy
 from thrifty.compress._meter import SavedBytesMeter, StorageRecord
 from thrifty.compress._predict import LayerPrediction, PredictConfig, SSPReport, predict
 from thrifty.compress._report import CompressionReport, LayerReport, compression_report

@@ -46,7 +46,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
     own division would save it)."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, h: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor, ignore_index: int, chunk: int,
         dtype: torch.dtype, denom: Tensor | float | None,
     ) -> Tensor:  # fmt: skip
@@ -68,7 +68,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return total / scale
 
     @staticmethod
-    def backward(ctx: Any, grad_total: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad_total: Tensor) -> tuple[Tensor | None, ...]:
         hc, weight, bias, targets, lse = ctx.saved_tensors
         ignore_index, chunk, dtype, h_dtype, scale = ctx.meta
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
@@ -239,7 +239,7 @@ def _head_of(model: nn.Module) -> nn.Module:
             f"model: its output embedding is a {type(head).__name__}, not a plain torch.nn.Linear (apply lean_loss "
             "before stac_r)"
         )
-    return head  # type: ignore[no-any-return]
+    return head
 
 
 def _lean_forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -252,7 +252,7 @@ def _lean_forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
     num_items = kwargs.pop("num_items_in_batch", None)
     kwargs.pop("logits_to_keep", None)
     head = self.get_output_embeddings()  # type: ignore[operator]
-    out = self.base_model(*args, **kwargs)
+    out = self.base_model(*args, **kwargs)  # type: ignore[operator]
     loss = linear_cross_entropy(out[0], head.weight, labels, head.bias, num_items_in_batch=num_items,
                                 chunk_rows=getattr(self, "_thrifty_chunk_rows", None))  # fmt: skip
     from transformers.modeling_outputs import CausalLMOutputWithPast
@@ -315,7 +315,7 @@ def lean_loss(model: M, *, chunk_rows: int | None = None, inplace: bool = False)
     if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1):
         raise ValueError(f"chunk_rows: expected None or a positive int, got {chunk_rows!r}")
     target = model if inplace else copy.deepcopy(model)
-    target.forward = types.MethodType(_lean_forward, target)  # type: ignore[method-assign]
+    target.forward = types.MethodType(_lean_forward, target)
     target._thrifty_chunk_rows = chunk_rows  # type: ignore[assignment]
     return target
 

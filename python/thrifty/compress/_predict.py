@@ -824,7 +824,8 @@ def _predict(
         layers=tuple(rows), config=cfg, optimizer=opt_kind, param_bytes=fixed.param_bytes,
         batch_bytes=fixed.batch_bytes, grad_bytes=fixed.grad_bytes, optimizer_bytes=opt_bytes,
         saved_bytes=sum(st.nbytes.values()), transient_bytes=max(2 * max(st.nbytes.values(), default=0), largest_linear),
-        surface_bytes=surface + sum(r.freed_bytes for r in lean), saved_by=_saved_by(st), base_flops=sum(6 * n_ * d * m for calls in dry.shapes.values()
+        surface_bytes=surface + sum(r.freed_bytes for r in lean),
+        saved_by=_saved_by(st), base_flops=sum(6 * n_ * d * m for calls in dry.shapes.values()
                                                                       for n_, d, m in calls),
         layouts="byte budget (meta/fake run: no activations to plan on)" if meta else "planned on the batch",
         lean=tuple(lean),
