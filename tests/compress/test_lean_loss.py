@@ -162,6 +162,8 @@ def test_predict_lean_measured_within_half_a_point() -> None:
     rep = predict(model, batch, optimizer="adamw", config={"ratio": 8.0, "lean": True})
     torch.manual_seed(0)
     base = step_saved_peak(model, batch, lambda o: o.loss)
+    with pytest.raises(ValueError, match="plan: counts the lean pieces"):
+        stac_r(model, plan=rep)  # the shipped model: the report's lean saving would not happen
     comp = stac_r(lean_loss(lean_activations(model)), plan=rep)
     torch.manual_seed(0)
     got = step_saved_peak(comp, batch, lambda o: o.loss)
