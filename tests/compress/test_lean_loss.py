@@ -216,3 +216,22 @@ def test_lean_loss_and_linear_cross_entropy_bad_input() -> None:
         lean_loss(_gpt2(1), chunk_rows=-1)
     with pytest.raises(TypeError, match="config.lean"):
         predict(_gpt2(1), torch.zeros(1, 4, dtype=torch.long), config={"lean": 1})
+
+
+def test_lean_loss_survives_deepcopy_and_torch_save() -> None:
+    import copy
+    import io
+
+    from thrifty.compress._loss import has_lean_loss
+
+    model = _gpt2(1).eval()
+    lean = lean_loss(model)
+    buf = io.BytesIO()
+    torch.save(lean, buf)
+    buf.seek(0)
+    ids = torch.randint(0, 1000, (1, 8), generator=torch.Generator().manual_seed(9))
+    for again in (copy.deepcopy(lean), torch.load(buf, weights_only=False)):
+        assert has_lean_loss(again) and again.forward.args[0] is again  # bound to the copy, not to the original
+        out = again(input_ids=ids, labels=ids)
+        assert out.logits is None
+        torch.testing.assert_close(out.loss, model(input_ids=ids, labels=ids).loss)

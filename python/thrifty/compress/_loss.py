@@ -12,7 +12,7 @@ log-sum-exp, the backward recomputes each chunk's logits and forms that chunk's 
 from __future__ import annotations
 
 import copy
-import types
+import functools
 from typing import Any, TypeVar
 
 import torch
@@ -315,7 +315,7 @@ def lean_loss(model: M, *, chunk_rows: int | None = None, inplace: bool = False)
     if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1):
         raise ValueError(f"chunk_rows: expected None or a positive int, got {chunk_rows!r}")
     target = model if inplace else copy.deepcopy(model)
-    target.forward = types.MethodType(_lean_forward, target)
+    target.forward = functools.partial(_lean_forward, target)  # a partial pickles and deep-copies with the model
     target._thrifty_chunk_rows = chunk_rows  # type: ignore[assignment]
     return target
 
@@ -323,4 +323,4 @@ def lean_loss(model: M, *, chunk_rows: int | None = None, inplace: bool = False)
 def has_lean_loss(model: nn.Module) -> bool:
     """Whether :func:`lean_loss` was applied to ``model``."""
     fwd = model.__dict__.get("forward")
-    return isinstance(fwd, types.MethodType) and fwd.__func__ is _lean_forward
+    return isinstance(fwd, functools.partial) and fwd.func is _lean_forward
