@@ -69,8 +69,12 @@ def _batch(k: int, seq: int, vocab: int) -> dict[str, torch.Tensor]:
 
 
 def _predict(model: nn.Module, batch: dict[str, torch.Tensor], dtype: str, ratio: float) -> SSPReport:
+    return _predict_cfg(model, batch, dtype, {"ratio": ratio})
+
+
+def _predict_cfg(model: nn.Module, batch: dict[str, torch.Tensor], dtype: str, config: dict[str, Any]) -> SSPReport:
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
-        return predict(model, batch, optimizer="adamw", config={"ratio": ratio})
+        return predict(model, batch, optimizer="adamw", config=config)
 
 
 def table(smoke: bool) -> list[dict[str, Any]]:

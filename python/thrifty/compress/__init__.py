@@ -21,6 +21,8 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
   one copy per storage); :func:`galore_turbo` runs GaLore on the compressed Linears reusing STAC-R's factors.
 - :func:`lean_activations` replaces composite tanh-GELUs (GPT-2's ``gelu_new``: four saved tensors) by one op
   that saves its input once (exact to float rounding).
+- :func:`linear_cross_entropy` / :func:`lean_loss` compute a causal LM's loss chunk by chunk of rows, never
+  forming the full-vocabulary logits (exact: the same loss and gradients to float rounding).
 - :class:`SavedBytesMeter` measures what autograd saves (storage-deduplicated); :func:`backends` says which
   kernels were built and run (C++ CPU kernels always, CUDA ones when compiled and a GPU is present).
 
@@ -42,6 +44,7 @@ from thrifty.compress._hooks import SavedCompressor, compress_saved
 from thrifty.compress._kernels import backends
 from thrifty.compress._lean import lean_activations
 from thrifty.compress._linear import CompressedLinear, LayerState
+from thrifty.compress._loss import lean_loss, linear_cross_entropy
 from thrifty.compress._meter import SavedBytesMeter, StorageRecord
 from thrifty.compress._predict import LayerPrediction, PredictConfig, SSPReport, predict
 from thrifty.compress._report import CompressionReport, LayerReport, compression_report
@@ -66,6 +69,8 @@ __all__ = [
     "compression_report",
     "galore_turbo",
     "lean_activations",
+    "lean_loss",
+    "linear_cross_entropy",
     "predict",
     "register_linear",
     "stac_r",

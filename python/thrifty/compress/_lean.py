@@ -24,7 +24,7 @@ _TANH_GELU = ("NewGELUActivation", "FastGELUActivation")
 _TANH_GELU_MODULES = ("transformers.activations",)
 
 
-def _is_tanh_gelu(module: nn.Module) -> bool:
+def _is_tanh_gelu(module: object) -> bool:
     cls = type(module)
     return cls.__name__ in _TANH_GELU and cls.__module__ in _TANH_GELU_MODULES
 

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from thrifty.compress import _checks, _kernels
 from thrifty.compress._adapters import adapter_for
 from thrifty.compress._codec import LayerCodec, LayerConfig, budget_layout
+from thrifty.compress._lean_plan import LeanPrediction, LeanProbe
 from thrifty.compress._linear import DEFAULT_COMPUTE_BUDGET, CompressedLinear, compute_cap
 from thrifty.compress._meter import has_data, storage_key
 from thrifty.compress._select import select_layers
@@ -72,6 +73,12 @@ class PredictConfig:
         The compute cap of the plan, as ``stac_r(compute_budget=...)`` (rank at most
         ``max(32, compute_budget · out_features)``, with its fidelity floor; ``math.inf`` = no cap), so the
         predicted bytes are those of the plan ``stac_r`` builds with the same argument.
+    lean : bool, default=False
+        Also count what the library replaces by itself, exactly (:attr:`SSPReport.lean`): every composite
+        tanh-GELU (:func:`~thrifty.compress.lean_activations`) and, for a transformers causal LM with the
+        default loss, the full-vocabulary loss (:func:`~thrifty.compress.lean_loss`; the head is then not a
+        compression candidate: the chunked loss keeps its input). Their freed bytes join ``A_C⁺`` and the
+        predicted saving; apply them (``lean_loss(lean_activations(model))``) before ``stac_r(plan=report)``.
     """
 
     ratio: float = 8.0
@@ -79,6 +86,7 @@ class PredictConfig:
     plan_all: bool | tuple[str, ...] = False
     train: bool = True
     compute_budget: float = DEFAULT_COMPUTE_BUDGET
+    lean: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,7 +175,8 @@ class SSPReport:
         The terms of the peak ``P`` (parameters include buffers; ``saved_bytes`` are the distinct saved
         storages at the end of the forward, parameters and the batch's own tensors excluded).
     surface_bytes : int
-        ``A_C⁺``: saved bytes whose every consumer is a candidate Linear's weight gradient.
+        ``A_C⁺``: saved bytes whose every consumer is a candidate Linear's weight gradient (with
+        ``config.lean``: plus the bytes the lean pieces free).
     saved_by : dict[str, int]
         Saved bytes by the kind of the storage's first consumer (``"Linear input"`` or the node name).
     base_flops : int
@@ -176,6 +185,9 @@ class SSPReport:
         Where the layer layouts come from: ``"planned on the batch"`` (the codec STAC-R uses, on the batch's
         activations), or the byte budget alone for a meta-device run (no activations: the bytes of every
         layout are exact, the choice among layouts of one budget and the gradient bridge need real data).
+    lean : tuple of LeanPrediction
+        With ``config.lean``: the exact pieces the library replaces by itself (tanh-GELUs, the loss), their
+        saved and freed bytes and fidelity model; their freed bytes are in ``predicted_saving``.
 
     Properties: ``peak_bytes`` (P), ``ssp`` (A_C⁺/P), ``fixed_bytes`` (P without the saved bytes),
     ``predicted_saving`` (bytes), ``predicted_peak``, ``predicted_reduction`` (fraction of P),
@@ -197,6 +209,7 @@ class SSPReport:
     saved_by: dict[str, int]
     base_flops: int
     layouts: str = "planned on the batch"
+    lean: tuple[LeanPrediction, ...] = ()
     _codecs: dict[str, LayerCodec] = field(default_factory=dict, repr=False, compare=False)
     _storage_of: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
     _storage_bytes: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
@@ -225,8 +238,13 @@ class SSPReport:
 
     @property
     def predicted_saving(self) -> int:
-        """Bytes the accepted layers take off the peak."""
-        return sum(r.net_saving for r in self.layers if r.accepted)
+        """Bytes the accepted layers (and, with ``config.lean``, the lean pieces) take off the peak."""
+        return sum(r.net_saving for r in self.layers if r.accepted) + self.lean_saving
+
+    @property
+    def lean_saving(self) -> int:
+        """Bytes the lean pieces free (0 without ``config.lean``)."""
+        return sum(r.freed_bytes for r in self.lean)
 
     @property
     def predicted_peak(self) -> int:
@@ -312,6 +330,14 @@ class SSPReport:
                 f"step-time overhead ~{100 * self.predicted_overhead:+.1f}% of the Linears' FLOPs"
             ),
         ]
+        if self.lean:
+            kinds: dict[str, list[int]] = {}
+            for r in self.lean:
+                kinds.setdefault(r.kind.split(" (")[0] if r.name != "loss" else "loss", []).append(r.freed_bytes)
+            lines.append(
+                f"  lean pieces (exact, cos 1): {self.lean_saving / p:.1%} of P freed: "
+                + ", ".join(f"{k} x{len(v)} {_fmt_bytes(sum(v))}" for k, v in kinds.items())
+            )
         lines.append(f"  layouts: {self.layouts}")
         bridged = [r for r in self.layers if not math.isnan(r.cos)]
         if bridged:
@@ -421,6 +447,7 @@ def _config(config: Any) -> PredictConfig:
             raise TypeError("config.plan_all: expected layer names (str)")
         cfg = replace(cfg, plan_all=names)
     _checks.check_bool("config.train", cfg.train)
+    _checks.check_bool("config.lean", cfg.lean)
     budget = _checks.check_compute_budget(cfg.compute_budget, " (config.compute_budget)")
     return replace(cfg, compute_budget=DEFAULT_COMPUTE_BUDGET if budget is None else budget)
 
@@ -767,11 +794,16 @@ def _predict(
     modules = dict(model.named_modules())
     features = {n: _features(m) for n, m in modules.items() if adapter_for(m) is not None}
     meta = any(not has_data(p) for p in model.parameters())
+    probe = LeanProbe(model, cfg.lean, with_loss=loss_fn is None)
+    all_candidates, candidates = candidates, [n for n in candidates if n not in probe.replaced_layers]
     with _restoring(model, train=cfg.train):
         dry = _Dry()
-        loss = _dry_forward(model, batch, loss_fn, dry, set(candidates), features)
+        loss = _dry_forward(model, batch, loss_fn, dry, set(candidates), features, probe)
         skipped: list[tuple[Any, str]] = []
-        st = _group_storages(_walk(loss, fixed.skip, skipped), dry.node_of)
+        saved = _walk(loss, fixed.skip, skipped)
+        lean = probe.rows(loss, saved, _linear_node(probe.head_out))
+        st = _group_storages(saved, dry.node_of)
+        del saved
         if meta and not st.nbytes:
             raise RuntimeError("predict: the meta-device dry run saved nothing for backward; there is nothing to plan")
         on_batch = {dry.node_of[id(node)] for node, attr in skipped
@@ -785,15 +817,18 @@ def _predict(
                for n, codec in codecs.items() if codec.config is not None}  # fmt: skip
     _net_verdicts(st, verdict, cost_of)
     rows = [_row(n, features[n], st, verdict, dry.shapes.get(n, []), on_batch, codecs.get(n), cost_of, bridge)
-            for n in candidates]  # fmt: skip
+            if n not in probe.replaced_layers else _replaced_row(n, features[n], dry.shapes.get(n, []))
+            for n in all_candidates]  # fmt: skip
     largest_linear = max(((n_ * m + n_ * d) * 4 for calls in dry.shapes.values() for n_, d, m in calls), default=0)
     return SSPReport(
         layers=tuple(rows), config=cfg, optimizer=opt_kind, param_bytes=fixed.param_bytes,
         batch_bytes=fixed.batch_bytes, grad_bytes=fixed.grad_bytes, optimizer_bytes=opt_bytes,
         saved_bytes=sum(st.nbytes.values()), transient_bytes=max(2 * max(st.nbytes.values(), default=0), largest_linear),
-        surface_bytes=surface, saved_by=_saved_by(st), base_flops=sum(6 * n_ * d * m for calls in dry.shapes.values()
+        surface_bytes=surface + sum(r.freed_bytes for r in lean),
+        saved_by=_saved_by(st), base_flops=sum(6 * n_ * d * m for calls in dry.shapes.values()
                                                                       for n_, d, m in calls),
         layouts="byte budget (meta/fake run: no activations to plan on)" if meta else "planned on the batch",
+        lean=tuple(lean),
         _codecs=codecs, _storage_of={n: tuple(s) for n, s in st.storages_of.items()},
         _storage_bytes=dict(st.nbytes), _kept=frozenset(kept),
     )  # fmt: skip
@@ -842,9 +877,10 @@ def _restoring(model: nn.Module, *, train: bool) -> Iterator[None]:
 
 def _dry_forward(
     model: nn.Module, batch: Any, loss_fn: Callable[[Any], Tensor] | None, dry: _Dry, candidates: set[str],
-    features: Mapping[str, tuple[int, int]],
+    features: Mapping[str, tuple[int, int]], probe: LeanProbe,
 ) -> Tensor:  # fmt: skip
-    """The forward and the loss, with hooks recording each Linear-like layer's node, shapes and output."""
+    """The forward and the loss, with hooks recording each Linear-like layer's node, shapes and output (and
+    the lean pieces' nodes)."""
 
     def fwd_hook(name: str) -> Callable[..., None]:
         def hook(module: nn.Module, args: tuple[Any, ...], out: Any) -> None:
@@ -860,7 +896,7 @@ def _dry_forward(
         return hook
 
     modules = dict(model.named_modules())
-    handles = [modules[n].register_forward_hook(fwd_hook(n)) for n in features]
+    handles = [modules[n].register_forward_hook(fwd_hook(n)) for n in features] + probe.attach()
     try:
         output = _call(model, batch)
     except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
@@ -1035,6 +1071,12 @@ def _row(
             "overhead_flops": sum(_overhead_flops(r_, d_, m_, c) for r_, d_, m_ in calls),
         }  # fmt: skip
     return LayerPrediction(n, d_in, d_out, rows, input_bytes, shared, co_names, accepted, reason, **kw)
+
+
+def _replaced_row(n: str, dims: tuple[int, int], calls: list[tuple[int, int, int]]) -> LayerPrediction:
+    """The head when the lean loss takes it over (config.lean): not wrapped, its matmul is the chunked loss's."""
+    reason = "replaced by the chunked loss (config.lean: lean_loss keeps its input exact); not wrapped"
+    return LayerPrediction(n, dims[0], dims[1], sum(c[0] for c in calls), 0, (), (), False, reason)
 
 
 def _loss_reason(freed: int, cost: int, k: int, *, lower: bool) -> str:

@@ -11,7 +11,9 @@ from torch import nn
 
 from thrifty.compress import _checks
 from thrifty.compress._adapters import adapter_for
+from thrifty.compress._lean import _is_tanh_gelu
 from thrifty.compress._linear import CompressedLinear
+from thrifty.compress._loss import has_lean_loss
 from thrifty.compress._meter import has_data
 from thrifty.compress._predict import SSPReport
 from thrifty.compress._select import LayerSelector, select_layers
@@ -97,7 +99,9 @@ def stac_r(
     ValueError
         A name or pattern matches nothing; ``rank >= in_features``;
         ``residual_density`` outside (0, 1]; ``residual_bits`` not 4 or 8; unknown ``coef_dtype``; ``ratio <= 1``;
-        a layer's parameters on different devices. Nothing is modified when an error is raised.
+        a layer's parameters on different devices; a ``plan`` that counts the lean pieces (``config lean=True``)
+        on a model without them (apply ``lean_loss(lean_activations(model))`` first). Nothing is modified when an
+        error is raised.
 
     Examples
     --------
@@ -169,8 +173,23 @@ def _from_plan(model: nn.Module, plan: Any, ratio: float | None, layers: LayerSe
     for n in names:
         if adapter_for(modules.get(n)) is None:
             raise ValueError(f"plan: layer {n!r} of the report is not a Linear-like layer of this model")
+    _check_lean_applied(model, plan)
     codecs = {n: c for n, c in plan._codecs.items() if n in names and c.config is not None and c.u is not None}
     return names, plan.config.ratio, codecs
+
+
+def _check_lean_applied(model: nn.Module, plan: SSPReport) -> None:
+    """A report that counts the lean pieces (config lean=True) is applied to a model that has them."""
+    modules = dict(model.named_modules())
+    missing = [r.name for r in plan.lean if r.name != "loss" and _is_tanh_gelu(modules.get(r.name))]
+    if any(r.name == "loss" for r in plan.lean) and not has_lean_loss(model):
+        missing.append("the loss (lean_loss)")
+    if missing:
+        raise ValueError(
+            f"plan: counts the lean pieces (config lean=True) but the model still lacks {len(missing)} of them "
+            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): apply "
+            "lean_loss(lean_activations(model)) first"
+        )
 
 
 def unwrap(model: M, *, inplace: bool = False) -> M:
