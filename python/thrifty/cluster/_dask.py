@@ -14,9 +14,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from thrifty import _core
+from thrifty._dask_util import is_dask_array
 from thrifty._validation import RandomState
 from thrifty.cluster._blocked import DEFAULT_BLOCK_ROWS
-from thrifty.cluster._dask_executor import WorkerLostError, is_dask_array
+from thrifty.cluster._dask_executor import WorkerLostError
 from thrifty.cluster._hartigan import _MAX_INT, HartiganKMeans
 
 

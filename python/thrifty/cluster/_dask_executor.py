@@ -9,17 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from thrifty._dask_util import is_dask_array
 from thrifty.cluster._blocked import WeightPlan, block_bounds, pick_labels, plan_weights, tree_reduce
-
-
-def is_dask_array(X: Any) -> bool:
-    """Whether ``X`` is a ``dask.array.Array`` (without importing dask when it is not loaded)."""
-    mod = type(X).__module__
-    if not mod.startswith("dask"):
-        return False
-    import dask.array as da
-
-    return isinstance(X, da.Array)
 
 
 class WorkerLostError(RuntimeError):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, Literal
@@ -27,9 +26,11 @@ from sklearn.utils.validation import (
 )
 
 from thrifty import _core
+from thrifty._dask_util import is_dask_array
 from thrifty._validation import RandomState, check_n_jobs, physical_memory, seed_from_random_state
+from thrifty._warn import warn
 from thrifty.cluster._blocked import DEFAULT_BLOCK_ROWS, BlockedResult, LocalExecutor, fit_blocked
-from thrifty.cluster._dask_executor import DaskExecutor, dask_client, is_dask_array
+from thrifty.cluster._dask_executor import DaskExecutor, dask_client
 
 InitType = Literal["k-means++", "random"] | npt.ArrayLike | Callable[..., Any]
 
@@ -113,11 +114,10 @@ def _resolve_n_init(n_init: Any, init: Any, runs_for_auto: int, name: str) -> in
     "random" or a callable); explicit centres run once (with scikit-learn's warning for n_init > 1)."""
     runs = runs_for_auto if n_init == "auto" else int(n_init)
     if isinstance(init, np.ndarray) and runs != 1:
-        warnings.warn(
+        warn(
             f"Explicit initial center position passed: performing only one init in {name} instead "
             f"of n_init={runs}.",
             RuntimeWarning,
-            stacklevel=4,
         )
         runs = 1
     return runs
@@ -319,10 +319,9 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             init = _check_init_array(init, k, X.shape[1], X.dtype)
         auto = 10 if (callable(init) or (isinstance(init, str) and init == "random")) else 1
         if self.algorithm == "elkan" and k == 1:
-            warnings.warn(
+            warn(
                 "algorithm='elkan' doesn't make sense for a single cluster. Using 'lloyd' instead.",
                 RuntimeWarning,
-                stacklevel=3,
             )
         return k, init, _resolve_n_init(self.n_init, init, auto, type(self).__name__)
 
@@ -414,11 +413,10 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         self.labels_ = result["labels"]
         self.inertia_ = float(result["inertia"])
         if not np.isfinite(self.inertia_):  # scikit-learn reports inf too, silently
-            warnings.warn(
+            warn(
                 "inertia_ overflows float64 (squared distances of X, times sample_weight, exceed 1.8e308); "
                 "it is reported as inf and the assignment may be unreliable: rescale X",
                 RuntimeWarning,
-                stacklevel=2,
             )
         self.n_iter_ = int(result["n_iter"])
         self.converged_ = bool(result["converged"])
@@ -434,11 +432,10 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
     def _warn_if_fewer_distinct(self, k: int) -> None:
         distinct = len({row.tobytes() for row in self.cluster_centers_})  # np.unique(axis=0) costs ms
         if distinct < k:
-            warnings.warn(
+            warn(
                 f"Number of distinct clusters ({distinct}) found smaller than n_clusters ({k}). "
                 "Possibly due to duplicate points in X.",
                 ConvergenceWarning,
-                stacklevel=3,
             )
 
     def _print_stats(self, n: int) -> None:

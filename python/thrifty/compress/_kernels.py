@@ -32,14 +32,13 @@ RuntimeWarning, and ``backends()["cpu_fallback"]`` says so.
 import json
 import math
 import os
-import sys
 import threading
-import warnings
 from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 
+from thrifty._warn import warn
 from thrifty.compress import _native
 from thrifty.compress._native import Exec, Library
 
@@ -107,16 +106,6 @@ def _cuda() -> Library:
 _warned_fallback = False
 
 
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the first frame outside thrifty and torch (the user's line),
-    for a ``warnings.warn`` called by the function calling this one."""
-    internal = (_native.package_dir(), os.path.dirname(torch.__file__))
-    level, frame = 1, sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(internal):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def _cpu_or_fallback() -> Library | None:
     """The compiled CPU kernels, or None: then the NumPy reference of the same contract runs instead (slow;
     only a source tree whose cpp/ is not built lacks them). Warns once; ``backends()`` reports it."""
@@ -126,10 +115,9 @@ def _cpu_or_fallback() -> Library | None:
     except RuntimeError as exc:
         if not _warned_fallback:
             _warned_fallback = True
-            warnings.warn(
+            warn(
                 f"{exc} Falling back to the NumPy reference kernels (same results, much slower).",
                 RuntimeWarning,
-                stacklevel=_user_stacklevel(),
             )
         return None
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -36,6 +35,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from thrifty._warn import warn
 from thrifty.compress import _checks, _kernels
 from thrifty.compress._adapters import adapter_for
 from thrifty.compress._codec import LayerCodec, LayerConfig, budget_layout
@@ -498,11 +498,10 @@ def _optimizer_state(model: nn.Module, optimizer: Any) -> tuple[int, str]:
                 kind = f"{cls} (unknown: assumed 2 state tensors per parameter, like Adam)"
             total += _state_bytes(params, factor)
         if "unknown" in kind:
-            warnings.warn(
+            warn(
                 f"optimizer: the predictor does not know {cls}; it assumed 2 state tensors of each parameter's size "
                 "(like Adam/AdamW). Pass optimizer='sgd', 'sgd-momentum', 'adam' or 'adamw' to override",
                 UserWarning,
-                stacklevel=3,
             )
         return total, kind
     raise TypeError(
@@ -739,10 +738,9 @@ def predict(
     candidates = select_layers(model, cfg.layers)
     opt_bytes, opt_kind = _optimizer_state(model, optimizer)
     if not torch.is_grad_enabled():
-        warnings.warn(
+        warn(
             "predict: called inside torch.no_grad(); the dry run enables gradients itself (training needs them)",
             UserWarning,
-            stacklevel=2,
         )
     with torch.enable_grad():
         return _predict(model, batch, loss_fn, cfg, candidates, opt_bytes, opt_kind)

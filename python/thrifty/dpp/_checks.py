@@ -5,7 +5,6 @@ from __future__ import annotations
 import numbers
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -19,6 +18,7 @@ from thrifty._validation import (
     from_pandas,
     physical_memory,
 )
+from thrifty._warn import warn
 
 T = TypeVar("T")
 FloatArray = npt.NDArray[np.floating[Any]]
@@ -47,7 +47,7 @@ class DeprecatedAlias(Generic[A]):
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             return self
-        warnings.warn(f"{self.name} is deprecated and will be removed; use {self.new}", FutureWarning, stacklevel=2)
+        warn(f"{self.name} is deprecated and will be removed; use {self.new}", FutureWarning)
         return getattr(obj, self.new)
 
     def __set__(self, obj: Any, value: Any) -> None:

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from thrifty import _core
 from thrifty._dask_util import is_dask_array
 from thrifty._validation import RandomState, seed_from_random_state
+from thrifty._warn import warn
 from thrifty.dpp import _dask
 from thrifty.dpp._checks import (
     DeprecatedAlias,
@@ -179,10 +180,9 @@ class Coreset:
         else:
             raise ValueError(f"kernel must be 'haar' or 'ope' for a dask array, got {kernel!r}")
         if rank < mm:
-            warnings.warn(
+            warn(
                 f"kernel={kernel!r} has rank {rank} < m = {mm} on these data: the coreset has {rank} points",
                 ReducedRankWarning,
-                stacklevel=3,
             )
         kd = 1.0 / w
         if weights == "self_normalized":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -10,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from thrifty import _core
+from thrifty._warn import warn
 from thrifty.dpp._checks import (
     IntArray,
     ReducedRankWarning,
@@ -83,11 +83,10 @@ def _result(out: Any, k: int) -> Selection:
         k,
     )
     if sel.indices.size < k:
-        warnings.warn(
+        warn(
             f"selected {sel.indices.size} of k = {k} items: no remaining item has a positive gain (every "
             "conditional variance is below the rank tolerance); Selection.requested records k",
             ReducedRankWarning,
-            stacklevel=3,
         )
     return sel
 

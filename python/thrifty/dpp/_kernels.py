@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from thrifty import _core
 from thrifty._validation import RandomState, seed_from_random_state
+from thrifty._warn import warn
 from thrifty.dpp._checks import (
     DeprecatedAlias,
     IntArray,
@@ -405,11 +406,10 @@ def _discretize(
             dpp = ProjectionDPP.from_features(np.asarray(feats))
         why = "duplicated points or heavy tails squeeze the data into too few distinct regions of the domain"
     if dpp.rank < mm:
-        warnings.warn(
+        warn(
             f"kernel={kernel!r} has rank {dpp.rank} < {size_name} = {mm} on these data ({why}): every sample "
             f"has {dpp.rank} items",
             ReducedRankWarning,
-            stacklevel=3,
         )
     return dpp
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -11,6 +10,7 @@ import numpy.typing as npt
 from thrifty import _core
 from thrifty._dask_util import is_dask_array
 from thrifty._validation import RandomState, seed_from_random_state
+from thrifty._warn import warn
 from thrifty.dpp import _dask
 from thrifty.dpp._checks import (
     DeprecatedAlias,
@@ -227,11 +227,10 @@ class ProjectionDPP:
         x = check_matrix(features, "features", finite=False)
         q = orthonormalize(x, rtol=rtol, equilibrate=equilibrate)
         if q.shape[1] < x.shape[1]:
-            warnings.warn(
+            warn(
                 f"features have numerical rank {q.shape[1]} < {x.shape[1]} columns: the projection DPP has "
                 f"rank {q.shape[1]}, so every sample has {q.shape[1]} items",
                 ReducedRankWarning,
-                stacklevel=2,
             )
         return cls(q, method=method, copy=False, check=False)
 
@@ -321,10 +320,9 @@ def _distributed_from_features(features: Any, rtol: float | None, method: Method
         raise ValueError(f"rtol must be strictly between 0 and 1, got {tol}")
     W, rank = _dask.whitening(X, tol, bool(equilibrate))
     if rank < X.shape[1]:
-        warnings.warn(
+        warn(
             f"features have numerical rank {rank} < {X.shape[1]} columns: the projection DPP has "
             f"rank {rank}, so every sample has {rank} items",
             ReducedRankWarning,
-            stacklevel=3,
         )
     return _dask.DistributedProjectionDPP(X, W, rank)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -27,6 +26,7 @@ from thrifty._validation import (
     power_of_two_scale,
     seed_from_random_state,
 )
+from thrifty._warn import warn
 from thrifty.inference import _dask_array, _distributed, _spls
 from thrifty.inference._problem import (
     LEARNERS,
@@ -74,11 +74,10 @@ def _warn_constant_columns(x: FloatArray) -> None:
     const = np.flatnonzero(np.ptp(x, axis=0) == 0.0)
     if const.size:
         shown = ", ".join(str(int(i)) for i in const[:10]) + (" …" if const.size > 10 else "")
-        warnings.warn(
+        warn(
             f"X has {const.size} constant column(s) ({shown}); they carry no information and are dropped "
             "from every fit (standardised value 0)",
             ConstantColumnWarning,
-            stacklevel=3,
         )
         if const.size == x.shape[1]:
             raise ValueError("every column of X is constant; there is nothing to learn from")
@@ -385,7 +384,7 @@ def _resolve_route(pb: Problem, method: Any, force: Any, sequence: bool = False)
         _core.inference_route(pb.xs, pb.w, method, bool(force), pb.lr.kind, pb.lr.k, pb.multi, sequence), method
     )
     if message is not None:
-        warnings.warn(message, GateWarning, stacklevel=3)
+        warn(message, GateWarning)
     return route
 
 
@@ -660,10 +659,9 @@ def varimax(
     if not converged:
         from sklearn.exceptions import ConvergenceWarning
 
-        warnings.warn(
+        warn(
             f"varimax stopped at max_iter={it} before the criterion settled (tol={tl:g}); increase max_iter",
             ConvergenceWarning,
-            stacklevel=2,
         )
     with np.errstate(over="ignore", under="ignore"):
         crit_out = float(crit) if normalize else float(np.ldexp(crit, 4 * e))

@@ -37,6 +37,7 @@ from thrifty._validation import (
     from_pandas,
     seed_from_random_state,
 )
+from thrifty._warn import warn
 from thrifty.inference._problem import ConstantColumnWarning, GateWarning, check_splits, route_of, split_test_result
 from thrifty.inference._results import FloatArray, SubspaceTestResult
 
@@ -294,7 +295,6 @@ def subspace_test(
     rotate: Any, force: Any, random_state: RandomState, confidence_level: Any,
 ) -> SubspaceTestResult:
     """The dask-array route of :func:`thrifty.inference.subspace_test` (see the module docstring)."""
-    import warnings
 
     dask = _mod("dask")
     if not is_dask_collection(X):
@@ -340,11 +340,10 @@ def subspace_test(
         if idx.size == p:
             raise ValueError("every column of X is constant; there is nothing to learn from")
         shown = ", ".join(str(int(i)) for i in idx[:10]) + (" …" if idx.size > 10 else "")
-        warnings.warn(
+        warn(
             f"X has {idx.size} constant column(s) ({shown}); they carry no information and are dropped "
             "from every fit (standardised value 0)",
             ConstantColumnWarning,
-            stacklevel=3,
         )
     route, message = route_of(
         _core.inference_route_from_gate(float(n), stable, p, method, bool(force), "pls", 1, False), method
@@ -375,7 +374,7 @@ def subspace_test(
     with np.errstate(invalid="ignore", divide="ignore"):
         rs = np.where(ok, np.clip(csy / (np.sqrt(m2s) * np.sqrt(m2y_te)), -1.0, 1.0), np.nan)
     if message is not None:
-        warnings.warn(message, GateWarning, stacklevel=3)
+        warn(message, GateWarning)
     return split_test_result(
         rs, np.asarray(cnt, dtype=float), n, route, 0, None, level=level, rho_hat_defined=True,
         k=1, learner="pls", seed=seed, trains=(), rotate=rotate,

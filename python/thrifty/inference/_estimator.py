@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from thrifty import _core
 from thrifty._validation import RandomState, check_int, power_of_two_scale
+from thrifty._warn import warn
 from thrifty.inference._api import test_problem
 from thrifty.inference._intervals import CoefficientIntervals, coefficient_intervals, standardise
 from thrifty.inference._results import BaselineResult, FloatArray, SubspaceTestResult
@@ -154,11 +154,10 @@ class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorM
         fit = (_core.inference_pls2_fit if multi else _core.inference_pls_fit)(xs, ys, w, k)
         n_eff = int(fit["n_components_fitted"])
         if n_eff < k:
-            warnings.warn(
+            warn(
                 f"y residual is constant after {n_eff} components: the last {k - n_eff} of n_components={k} are "
                 "zero (as scikit-learn's PLSRegression leaves them)",
                 UserWarning,
-                stacklevel=3,
             )
         coef = np.asarray(fit["coef"]).reshape(x.shape[1], -1)  # (p, m) in the rescaled units
         scale = np.ldexp(1.0, (np.atleast_1d(ey)[None, :] - ex[:, None]).astype(np.int64))
@@ -179,10 +178,9 @@ class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorM
     ) -> SubspaceTestResult | BaselineResult | None:
         """The subspace test of the fitted number of components (the steps of ``subspace_test``)."""
         if x.shape[0] < k + 5:
-            warnings.warn(
+            warn(
                 f"the subspace test needs n_samples >= n_components + 5 = {k + 5}; test_ is None",
                 UserWarning,
-                stacklevel=3,
             )
             return None
         return test_problem(

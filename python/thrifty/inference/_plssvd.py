@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from thrifty._validation import (
     from_pandas,
     seed_from_random_state,
 )
+from thrifty._warn import warn
 from thrifty.inference._api import _check_n_perm, _perm_chunk
 from thrifty.inference._problem import (
     GateWarning,
@@ -208,7 +208,7 @@ def pls_svd_test(
     xs, ys = power_of_two_scaled(x), power_of_two_scaled(y)
     route, message = _route(xs, method, force)
     if message is not None:
-        warnings.warn(message, GateWarning, stacklevel=2)
+        warn(message, GateWarning)
     if splits is not None:
         trains = check_splits(splits, n)
     else:

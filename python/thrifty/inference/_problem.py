@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy.typing as npt
 
 from thrifty import _core
 from thrifty._validation import check_finite_matrix
+from thrifty._warn import warn
 from thrifty.inference._results import FloatArray, GateDecision, IntArray, SubspaceTestResult
 
 LEARNERS = ("pls", "spca", "ridge", "spls")
@@ -239,18 +239,16 @@ def split_test_result(
     )
     n_undefined = int(nb["n_undefined"])
     if n_undefined:
-        warnings.warn(
+        warn(
             f"the held-out correlation is undefined on {n_undefined} of {rs.size} splits (a constant test "
             "response or prediction); they are left out of the test (n_undefined on the result)",
             UndefinedSplitWarning,
-            stacklevel=3,
         )
     if not float(nb["z_sd"]) > 0.0:
-        warnings.warn(
+        warn(
             "the split correlations do not vary between splits, so the NB standard error is 0: "
             "the confidence interval is undefined (NaN)",
             UndefinedSplitWarning,
-            stacklevel=3,
         )
     null = None
     p_value = float(nb["p_value"])

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+
+from thrifty._warn import warn
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -23,7 +24,7 @@ class ConfidenceInterval(NamedTuple):
 
 
 def _deprecated_seed_alias(obj: Any) -> int:
-    warnings.warn("seed_used is deprecated; use seed_ (one seed name across thrifty)", DeprecationWarning, stacklevel=3)
+    warn("seed_used is deprecated; use seed_ (one seed name across thrifty)", DeprecationWarning)
     return int(obj.seed_)
 
 
