@@ -60,6 +60,8 @@ def _api_page(name: str, summary: str) -> str:
         obj = getattr(mod, public)
         if inspect.isclass(obj):
             lines.append(f".. autoclass:: {module}.{public}\n   :members:\n   :show-inheritance:\n\n")
+        elif not callable(obj):  # a constant (e.g. thrifty.text.ENGLISH_STOP_WORDS)
+            lines.append(f".. autodata:: {module}.{public}\n   :no-value:\n\n")
         else:
             lines.append(f".. autofunction:: {module}.{public}\n\n")
     return "".join(lines)

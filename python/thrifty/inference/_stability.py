@@ -31,7 +31,7 @@ class RotationStabilityResult:
     weights : ndarray of shape (n_features, n_components)
         The unrotated PLS1 weights on all rows.
     congruence : ndarray of shape (n_boot, n_components)
-        |Tucker congruence| of every reference axis with its matched bootstrap axis (NaN where a
+        absolute Tucker congruence of every reference axis with its matched bootstrap axis (NaN where a
         resample's fit degenerated).
     congruence_unrotated : ndarray of shape (n_boot, n_components)
         The same for the unrotated weights.
@@ -76,7 +76,7 @@ def rotation_stability(
     ``n_components`` components fitted on all rows (standardised) are varimax-rotated (Kaiser) into the
     reference axes. Every bootstrap resample (n rows with replacement, its own standardisation) is
     refitted and rotated, its axes are matched to the reference by the signed permutation maximising
-    the summed |Tucker congruence| (all k! assignments), and the congruence of each matched axis is
+    the summed absolute Tucker congruence (all k! assignments), and the congruence of each matched axis is
     recorded; the unrotated weights are matched the same way for comparison.
 
     Parameters
