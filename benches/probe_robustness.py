@@ -107,13 +107,14 @@ def run_case(case: Case) -> tuple[str, float]:
 
 MEMORY = [
     Case(
-        "memory", "HartiganKMeans(2000, n_init=1, max_iter=2, random_state=0).fit(X)", "X = rng.standard_normal((1_000_000, 10))", timeout=60
+        "memory", "HartiganKMeans(2000, n_init=1, max_iter=2, random_state=0).fit(X)", "X = rng.standard_normal((1_000_000, 10))",
+        timeout=300,  # a real fit: 95 s under the 1 GB limit on a loaded 2-core machine (2026-12-02), no abort
     ),
     Case(
         "memory",
         "HartiganKMeans(3000, n_init=1, max_iter=2, algorithm='lloyd', random_state=0).fit(X)",
         "X = rng.standard_normal((1_000_000, 10))",
-        timeout=60,
+        timeout=300,
     ),
     Case("memory", "LEnsemble(features=F).sample(random_state=0)", "F = rng.standard_normal((200, 20000))"),
     Case("memory", "subspace_test(X, y, random_state=0)", "X = rng.standard_normal((30, 200000)); y = rng.standard_normal(30)"),
