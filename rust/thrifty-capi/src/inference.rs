@@ -370,7 +370,9 @@ pub unsafe extern "C" fn thrifty_subspace_test(
             return Err(Fail::null("result_out"));
         }
         let (xs, ys, w, basis, trains) = inputs(x, n, p, layout, y, weights, &o)?;
-        let oc = run::subspace_test(&xs, n, p, ys, w, &core_options(&o, basis, trains)?)?;
+        let opts = core_options(&o, basis, trains)?;
+        // on the caller's hook (R's Ctrl-C) through enter; the core sets its own thread count
+        let oc = crate::enter(None, |cancel| run::subspace_test(&xs, n, p, ys, w, &opts, cancel))?;
         write_vectors(&oc, r_out, r_len, null_out, null_len)?;
         put(result_out, result_of(&oc, o.seed), "result_out")
     })
@@ -477,7 +479,7 @@ pub unsafe extern "C" fn thrifty_component_tests(
             return Err(Fail::shape("p_values_out", format!("holds {p_len} values, {hmax} are needed")));
         }
         let opts = core_options(&o, None, trains)?;
-        let oc = run::component_tests(&xs, n, p, ys, w, &opts, Some(hmax), alpha)?;
+        let oc = crate::enter(None, |cancel| run::component_tests(&xs, n, p, ys, w, &opts, Some(hmax), alpha, cancel))?;
         crate::note_route(&oc.route);
         pv[..oc.p_values.len()].copy_from_slice(&oc.p_values);
         let result = ThriftyComponentResult {

@@ -37,3 +37,15 @@ test_that("an interrupt stops DPP sampling, and calls work normally afterwards",
   fit <- hartigan_kmeans(x = phi, centers = 3, seed = 1, threads = 1)
   expect_identical(sum(fit$size), nrow(phi))
 })
+
+test_that("an interrupt stops a long subspace test (sparse PLS with keep by CV, NB-permutation)", {
+  set.seed(3)
+  x <- matrix(rnorm(400 * 60), ncol = 60)
+  y <- x[, 1] + rnorm(400)
+  # every permutation refits and cross-validates the keep-count: many seconds without the interrupt
+  res <- interrupted_after(2L, subspace_test(x, y, learner = "spls", method = "nb-permutation", n_perm = 100000L,
+                                             seed = 1, threads = 2))
+  expect_s3_class(res$cond, "interrupt")
+  expect_lt(res$waited, 1.5)
+  expect_identical(res$polls, 2L)
+})

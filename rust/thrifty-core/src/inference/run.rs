@@ -236,7 +236,8 @@ fn trains_for(o: &TestOptions, n: usize, k: usize) -> Result<Vec<Vec<i64>>> {
     }
 }
 
-/// The subspace test of a single response: `x` n × p row-major, `y` n, `w` n weights or None.
+/// The subspace test of a single response: `x` n × p row-major, `y` n, `w` n weights or None. Stops
+/// with `Err(Interrupted)` soon after `cancel` is raised (checked per split and per permutation).
 pub fn subspace_test(
     x: &[f64],
     n: usize,
@@ -244,6 +245,7 @@ pub fn subspace_test(
     y: &[f64],
     w: Option<&[f64]>,
     o: &TestOptions,
+    cancel: &AtomicBool,
 ) -> Result<TestOutcome> {
     check_level(o.level)?;
     if let Learner::Ridge { alpha } = o.learner {
@@ -277,14 +279,15 @@ pub fn subspace_test(
     if run.is_split_test() {
         let trains = trains_for(o, n, k)?;
         let sp = splits::splits_from_train(n, k, &trains)?;
-        let r = with_threads(o.jobs, || nb::split_correlations(&data, &spec, &sp, &ys))??;
+        let r = with_threads(o.jobs, || nb::split_correlations_cancellable(&data, &spec, &sp, &ys, cancel))??;
         let sizes: Vec<f64> = trains.iter().map(|t| t.len() as f64).collect();
         let oc = nb_outcome(&r, &sizes, n, o.level, w.is_none())?;
         let mut p_value = oc.nb.p_value;
         if run == Method::NbPermutation {
             let (seed, b) = (o.seed, at_least(o.n_perm, "n_perm", 1)?);
-            out.null =
-                with_threads(o.jobs, || perm::nb_permutation_null(&data, &spec, &sp, seed, 0, b, perm::Route::Auto))??;
+            out.null = with_threads(o.jobs, || {
+                perm::nb_permutation_null_cancellable(&data, &spec, &sp, seed, 0, b, perm::Route::Auto, cancel)
+            })??;
             p_value = permutation_p(oc.nb.z_mean, &out.null);
         }
         out.set_nb(oc, p_value);
@@ -292,7 +295,7 @@ pub fn subspace_test(
         out.trains = trains;
         return Ok(out);
     }
-    baseline(&data, spec, o, n, p, out)
+    baseline(&data, spec, o, n, p, out, cancel)
 }
 
 /// Step 3: a CV baseline or the jackknife.
@@ -303,6 +306,7 @@ fn baseline(
     n: usize,
     p: usize,
     mut out: TestOutcome,
+    cancel: &AtomicBool,
 ) -> Result<TestOutcome> {
     let folds = at_least(o.n_folds, "n_folds", 2)?;
     if folds > n {
@@ -333,8 +337,9 @@ fn baseline(
     let pooled = out.route.run == Method::CvPermutationQ2;
     let cv_spec = Spec { rotate: Rotation::None, ..spec };
     let b = at_least(o.n_perm, "n_perm", 1)?;
-    let (observed, null) =
-        with_threads(o.jobs, || baselines::cv_permutation(data, &cv_spec, folds, seed, 0, b, pooled))??;
+    let (observed, null) = with_threads(o.jobs, || {
+        baselines::cv_permutation_cancellable(data, &cv_spec, folds, seed, 0, b, pooled, cancel)
+    })??;
     out.p_value = permutation_p(observed, &null);
     out.statistic = observed;
     out.null = null;
@@ -445,6 +450,7 @@ pub fn component_tests(
     o: &TestOptions,
     max_components: Option<usize>,
     alpha: f64,
+    cancel: &AtomicBool,
 ) -> Result<ComponentsOutcome> {
     let xs = power_of_two_scaled(x, n, p, true);
     let ys = power_of_two_scaled(y, n, 1, false);
@@ -488,7 +494,7 @@ pub fn component_tests(
             }
             (&deflated.0, &deflated.1)
         };
-        match subspace_test(xr, n, p, yr, w, &step_opts) {
+        match subspace_test(xr, n, p, yr, w, &step_opts, cancel) {
             Ok(oc) => {
                 p_values.push(oc.p_value);
                 if oc.p_value >= alpha {
@@ -684,13 +690,15 @@ mod tests {
             trains: None,
             jobs: Some(1),
         };
-        let a = subspace_test(&x, n, p, &y, None, &o).unwrap();
+        let no = AtomicBool::new(false);
+        let a = subspace_test(&x, n, p, &y, None, &o, &no).unwrap();
         assert_eq!((a.route.run, a.route.rerouted, a.null.len(), a.r.len()), (Method::NbPermutation, true, 19, 10));
         assert_eq!(a.p_value, permutation_p(a.z_mean, &a.null));
         let given = TestOptions { trains: Some(a.trains.clone()), ..o.clone() };
-        let b = subspace_test(&x, n, p, &y, None, &given).unwrap();
+        let b = subspace_test(&x, n, p, &y, None, &given, &no).unwrap();
         assert_eq!((a.p_value.to_bits(), a.t.to_bits()), (b.p_value.to_bits(), b.t.to_bits()));
-        let forced = subspace_test(&x, n, p, &y, None, &TestOptions { force: true, method: Method::Nb, ..o }).unwrap();
+        let forced =
+            subspace_test(&x, n, p, &y, None, &TestOptions { force: true, method: Method::Nb, ..o }, &no).unwrap();
         assert!(forced.route.forced && forced.null.is_empty() && forced.p_value < 0.05);
     }
 }
