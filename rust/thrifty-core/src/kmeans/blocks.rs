@@ -498,6 +498,30 @@ pub fn hartigan_block<T: Real>(
 mod tests {
     use super::*;
 
+    /// The SSE change that accepting every class of `keys`/`values` predicts (the identity's terms).
+    fn predicted_change(keys: &[u64], values: &[f64], k: usize, d: usize, m: &[f64], c: &[f64]) -> f64 {
+        let mut dn = vec![0.0; k];
+        let mut din = vec![0.0; k * d];
+        let mut pair = 0.0;
+        for (e, &key) in keys.iter().enumerate() {
+            let v = &values[e * (d + 2)..(e + 1) * (d + 2)];
+            let (from, to) = (((key / k as u64) % k as u64) as usize, (key % k as u64) as usize);
+            dn[from] -= v[0];
+            dn[to] += v[0];
+            pair += v[1];
+            for l in 0..d {
+                din[from * d + l] -= v[2 + l];
+                din[to * d + l] += v[2 + l];
+            }
+        }
+        let mut predicted = pair;
+        for j in 0..k {
+            let dv: f64 = (0..d).map(|l| (din[j * d + l] - dn[j] * m[j * d + l]).powi(2)).sum();
+            predicted -= dv / (c[j] + dn[j]);
+        }
+        predicted
+    }
+
     fn data(n: usize, d: usize, seed: u64) -> Vec<f64> {
         let mut rng = stream(seed, 0);
         (0..n * d).map(|i| uniform(&mut rng) * 4.0 + (i / d % 3) as f64 * 5.0).collect()
@@ -573,26 +597,7 @@ mod tests {
         let out = hartigan_block(&x, n, d, None, &mut lab, &mut pt, &mut pb, &[], -1, &m, &c, 1.0, 16).unwrap();
         assert!(!out.keys.is_empty());
         // Accept every class: the exact change from the identity equals the recomputed change.
-        let mut dn = vec![0.0; k];
-        let mut din = vec![0.0; k * d];
-        let mut pair = 0.0;
-        for (e, &key) in out.keys.iter().enumerate() {
-            let v = &out.values[e * (d + 2)..(e + 1) * (d + 2)];
-            let (from, to) = (((key / k as u64) % k as u64) as usize, (key % k as u64) as usize);
-            dn[from] -= v[0];
-            dn[to] += v[0];
-            pair += v[1];
-            for l in 0..d {
-                din[from * d + l] -= v[2 + l];
-                din[to * d + l] += v[2 + l];
-            }
-        }
-        let mut predicted = pair;
-        for j in 0..k {
-            let nn = c[j] + dn[j];
-            let dv: f64 = (0..d).map(|l| (din[j * d + l] - dn[j] * m[j * d + l]).powi(2)).sum();
-            predicted -= dv / nn;
-        }
+        let predicted = predicted_change(&out.keys, &out.values, k, d, &m, &c);
         let before = sse(&lab);
         let mut moved = lab.clone();
         let mut dummy = (pt.clone(), pb.clone());
@@ -674,26 +679,7 @@ mod tests {
             let wj: f64 = (0..n).filter(|&i| lab[i] as usize == j).map(|i| w[i]).sum();
             assert!((out.flat[j] - wj).abs() < 1e-9 * wj);
         }
-        let mut dn = vec![0.0; k];
-        let mut din = vec![0.0; k * d];
-        let mut pair = 0.0;
-        for (e, &key) in out.keys.iter().enumerate() {
-            let v = &out.values[e * (d + 2)..(e + 1) * (d + 2)];
-            let (from, to) = (((key / k as u64) % k as u64) as usize, (key % k as u64) as usize);
-            dn[from] -= v[0];
-            dn[to] += v[0];
-            pair += v[1];
-            for l in 0..d {
-                din[from * d + l] -= v[2 + l];
-                din[to * d + l] += v[2 + l];
-            }
-        }
-        let mut predicted = pair;
-        for j in 0..k {
-            let nn = c[j] + dn[j];
-            let dv: f64 = (0..d).map(|l| (din[j * d + l] - dn[j] * m[j * d + l]).powi(2)).sum();
-            predicted -= dv / nn;
-        }
+        let predicted = predicted_change(&out.keys, &out.values, k, d, &m, &c);
         let before = sse(&lab);
         let mut moved = lab.clone();
         let mut dummy = (pt.clone(), pb.clone());
