@@ -228,6 +228,8 @@ def test_dask_array_bad_input():
         subspace_test(xd, YL, n_components=2)
     with pytest.raises(ValueError, match="learner='pls'"):
         subspace_test(xd, YL, learner="ridge")
+    with pytest.raises(ValueError, match="spls_keep"):
+        subspace_test(xd, YL, spls_keep=3)
     with pytest.raises(ValueError, match="sample_weight"):
         subspace_test(xd, YL, sample_weight=np.ones(1600))
     with pytest.raises(ValueError, match="exceeds 64"):

@@ -386,3 +386,14 @@ def test_pls_svd_with_one_column_is_the_pls1_test():
     two = pls_svd_test(X, y, n_perm=9, n_splits=7, random_state=3)
     one = subspace_test(X, y, method="nb-permutation", n_perm=9, splits=two.test.train_indices)
     np.testing.assert_allclose(two.test.r, one.r, rtol=0, atol=1e-12)
+
+
+def test_pls_svd_test_given_splits_need_three_train_rows():
+    # the same rule as the core (and so R and the C ABI): a split with 2 train rows is refused, naming splits
+    from thrifty.inference import pls_svd_test
+
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(30, 4)), rng.normal(size=(30, 3))
+    with pytest.raises(ValueError, match="3 train rows"):
+        pls_svd_test(X, Y, splits=[np.arange(15), np.arange(2)])
+    assert np.isfinite(pls_svd_test(X, Y, splits=[np.arange(15), np.arange(3, 6)], n_perm=9).pvalue)

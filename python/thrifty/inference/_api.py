@@ -298,6 +298,8 @@ def subspace_test(
     (True, 'nb')
     """
     if _dask_array.is_dask_collection(X) or _dask_array.is_dask_collection(y):
+        if spls_keep is not None:  # the dask-array route is PLS1 only: never drop an argument silently
+            raise ValueError("spls_keep is only used with learner='spls', which a dask-array X does not support")
         return _dask_array.subspace_test(
             X, y, n_components, learner=learner, method=method, n_splits=n_splits, splits=splits,
             sample_weight=sample_weight, rotate=rotate, force=force, random_state=random_state,

@@ -211,6 +211,8 @@ def pls_svd_test(
         warn(message, GateWarning)
     if splits is not None:
         trains = check_splits(splits, n)
+        if any(t.size < 3 for t in trains):  # the core's rule for one pair (n_components + 2 train rows)
+            raise ValueError("every split needs at least 3 train rows")
     else:
         nsp = check_int(n_splits, "n_splits", 2)
         check_allocation("n_splits", nsp, 8 * n)
