@@ -315,6 +315,19 @@ pub(crate) unsafe fn explicit_splits(o: &ThriftySubspaceOptions, n: usize) -> Re
     Ok(Some(out))
 }
 
+/// X (row-major), y and the optional weights of a call.
+#[allow(clippy::type_complexity)]
+pub(crate) unsafe fn xyw<'a>(
+    x: *const f64,
+    n: usize,
+    p: usize,
+    layout: i32,
+    y: *const f64,
+    weights: *const f64,
+) -> Res<(std::borrow::Cow<'a, [f64]>, &'a [f64], Option<&'a [f64]>)> {
+    Ok((matrix(x, n, p, layout, "x")?, slice(y, n, "y")?, opt_slice(weights, n)))
+}
+
 /// Read X (row-major), y, weights, the basis and the explicit splits of a call.
 #[allow(clippy::type_complexity)]
 unsafe fn inputs<'a>(
@@ -326,9 +339,7 @@ unsafe fn inputs<'a>(
     weights: *const f64,
     o: &ThriftySubspaceOptions,
 ) -> Res<(std::borrow::Cow<'a, [f64]>, &'a [f64], Option<&'a [f64]>, Option<Vec<f64>>, Option<Vec<Vec<i64>>>)> {
-    let xs = matrix(x, n, p, layout, "x")?;
-    let ys = slice(y, n, "y")?;
-    let w = opt_slice(weights, n);
+    let (xs, ys, w) = xyw(x, n, p, layout, y, weights)?;
     let basis = if o.learner == THRIFTY_LEARNER_BASIS {
         let cols = at_least(o.basis_cols, "basis_cols", 1)?;
         Some(matrix(o.basis, p, cols, layout, "options.basis")?.into_owned())

@@ -6,28 +6,15 @@
 //! included) and the runs are `thrifty_core::inference::{run, select, stability, intervals}`, the
 //! code the Python package calls, so the same seed gives the same numbers in Python, R and C.
 //! Every call runs through `crate::enter` (thread pool, Ctrl-C).
-use std::borrow::Cow;
 use std::sync::atomic::AtomicBool;
 
 use thrifty_core::inference::{intervals, run, select, stability, Data};
 
 use crate::inference::{
-    at_least, core_options, explicit_splits, result_of, write_vectors, ThriftySubspaceOptions, ThriftySubspaceResult,
+    at_least, core_options, explicit_splits, result_of, write_vectors, xyw, ThriftySubspaceOptions,
+    ThriftySubspaceResult,
 };
-use crate::{enter, guard, matrix, opt_slice, out, put, size2, slice, threads, write_matrix, Fail, Res};
-
-/// X (row-major), y and the optional weights of a call.
-#[allow(clippy::type_complexity)]
-unsafe fn xyw<'a>(
-    x: *const f64,
-    n: usize,
-    p: usize,
-    layout: i32,
-    y: *const f64,
-    weights: *const f64,
-) -> Res<(Cow<'a, [f64]>, &'a [f64], Option<&'a [f64]>)> {
-    Ok((matrix(x, n, p, layout, "x")?, slice(y, n, "y")?, opt_slice(weights, n)))
-}
+use crate::{enter, guard, matrix, out, put, size2, threads, write_matrix, Fail, Res};
 
 /// An optional output matrix (`rows × cols` in `layout`): NULL skips it.
 unsafe fn put_matrix(dst: *mut f64, src: &[f64], rows: usize, cols: usize, layout: i32, arg: &str) -> Res<()> {
