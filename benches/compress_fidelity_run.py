@@ -25,6 +25,7 @@ import time
 import torch
 from compress_trained_cos import batch_at, grads, make_model, stdlib_text  # benches/ is the script's directory
 from torch import nn
+from transformers.pytorch_utils import Conv1D
 
 from thrifty.compress import CompressedLinear, stac_r, unwrap
 
@@ -71,21 +72,29 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--plain-head", action="store_true", help="leave lm_head (tied to the embedding) uncompressed")
+    ap.add_argument("--stochastic", action="store_true", help="stac_r(stochastic=True): the unbiased estimator")
+    ap.add_argument("--baseline-loss", type=float, help="the uncompressed run's held-out loss from an earlier run with "
+                    "the same arguments (deterministic on one thread): skips that run")
     args = ap.parse_args()
     width, layers = (64, 2) if args.smoke else (512, 6)
     torch.manual_seed(0)
     data = stdlib_text(4_000_000 if not args.smoke else 200_000)
     split = int(0.95 * data.numel())
     base = make_model(width, layers, max(1, width // 64), args.seq)
-    comp = stac_r(copy.deepcopy(base), ratio=8.0)
+    select = (lambda name, m: name != "lm_head" and isinstance(m, (nn.Linear, Conv1D))) if args.plain_head else None
+    comp = stac_r(copy.deepcopy(base), ratio=8.0, layers=select, stochastic=args.stochastic)
     print(f"GPT2LMHeadModel width {width}, {layers} layers; {args.steps} steps of {args.batch} x {args.seq} tokens",
           flush=True)  # fmt: skip
-    print("uncompressed run:", flush=True)
-    train(base, data[:split], args, None)
+    print(f"stac_r: lm_head {'plain' if args.plain_head else 'compressed'}, stochastic={args.stochastic}", flush=True)
+    if args.baseline_loss is None:
+        print("uncompressed run:", flush=True)
+        train(base, data[:split], args, None)
     print("stac_r ratio 8 run:", flush=True)
     cos = train(comp, data[:split], args, args.every)
     early = [c for s, c in cos if s <= max(1, args.steps // 10)]
-    vb, vc = held_out_loss(base, data[split:], args), held_out_loss(comp, data[split:], args)
+    vc = held_out_loss(comp, data[split:], args)
+    vb = held_out_loss(base, data[split:], args) if args.baseline_loss is None else args.baseline_loss
     print(f"mean weight-gradient cosine over the run {statistics.fmean(c for _, c in cos):.4f} "
           f"(first 10% of steps {statistics.fmean(early):.4f}, minimum {min(c for _, c in cos):.4f}, "
           f"{len(cos)} layer-steps); held-out loss uncompressed {vb:.4f}, stac_r {vc:.4f} "
