@@ -1328,6 +1328,61 @@ mod kernel_tests {
         }
     }
 
+    /// The bound-free fused Lloyd pass takes the bounded pass's decisions, step after step of a
+    /// Lloyd run on float32 data (where the AVX-512 kernel exists; else there is no fused pass).
+    #[test]
+    fn fused_lloyd_pass_moves_what_the_bounded_pass_moves() {
+        for (n, d, k) in [(1000usize, 16usize, 40usize), (517, 3, 70), (300, 32, 5)] {
+            let mut state = 5u64;
+            // half the rows on a coarse grid: exact ties between centres occur
+            let x: Vec<f32> = (0..n * d)
+                .map(|i| if i % 2 == 0 { lcg(&mut state) as f32 } else { lcg(&mut state).round() as f32 })
+                .collect();
+            let xx: Vec<f64> = x.chunks_exact(d).map(sq_norm).collect();
+            let w = vec![1.0; n];
+            let cancel = AtomicBool::new(false);
+            let data = Data { x: Matrix::Dense(&x), d, xx: &xx, w: &w, w_max: 1.0, cancel: &cancel };
+            let Some(xs) = fused_eligible(&data.x, k, d) else {
+                assert!(!small_d::available::<f32>(d));
+                continue;
+            };
+            let init: Vec<f64> = x[..k * d].iter().map(|&v| v as f64).collect();
+            let mut labels: Vec<u32> = (0..n).map(|i| (i % k) as u32).collect();
+            let mut cl = Clusters::from_labels(&data, &labels, k, &init, false).0;
+            cl.refresh_means(true);
+            let lloyd = Factors { hartigan: false };
+            let mut total = 0;
+            for step in 0..6 {
+                let fused: Vec<(u32, u32)> =
+                    fused_lloyd_pass(&data, xs, &cl, &labels).into_iter().flat_map(|o| o.moves).collect();
+                let (mut up, mut lo) = (vec![f64::INFINITY; n], vec![0.0; n]);
+                let geo = Geometry::<f32>::new(&data.x, &cl.means, k, d);
+                let bounded: Vec<(u32, u32)> = assign_pass(
+                    &data,
+                    &geo,
+                    &DriftSums::new(k),
+                    &cl,
+                    &labels,
+                    &mut up,
+                    &mut lo,
+                    lloyd,
+                    min_weights(&cl.wsum),
+                )
+                .into_iter()
+                .flat_map(|o| o.moves)
+                .collect();
+                assert_eq!(fused, bounded, "n={n} d={d} k={k} step {step}");
+                total += fused.len();
+                for &(i, to) in &fused {
+                    cl.move_point(&data, i as usize, labels[i as usize] as usize, to as usize);
+                    labels[i as usize] = to;
+                }
+                cl.refresh_means(true);
+            }
+            assert!(total > 0, "the steps moved points");
+        }
+    }
+
     #[test]
     fn dense_scan_matches_a_per_row_scan_bit_for_bit() {
         check_dense_scan::<f64>();
