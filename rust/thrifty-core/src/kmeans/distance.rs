@@ -543,9 +543,9 @@ mod small_d_tests {
             // patterned data repeats values).
             let mut j = vec![u32::MAX; m];
             assert!(small_d::nearest(&x, m, d, &ct, &cc, k, &mut j));
-            for r in 0..m {
+            for (r, &jr) in j.iter().enumerate() {
                 let mut row = b.dots[r * k..(r + 1) * k].to_vec();
-                assert_eq!(j[r] as usize, top2(&mut row).0, "m={m} d={d} k={k} row {r}");
+                assert_eq!(jr as usize, top2(&mut row).0, "m={m} d={d} k={k} row {r}");
             }
             // A tied row (every centre equal) gives index 0.
             let same: Vec<f32> = c[..d].repeat(k);
