@@ -294,19 +294,7 @@ pub mod small_d {
             let two = _mm512_set1_ps(2.0);
             let mut j0 = 0;
             while j0 < k {
-                let masks: [__mmask16; 4] =
-                    std::array::from_fn(|q| if j0 + 16 * q < k { lanes(j0 + 16 * q, k) } else { 0 });
-                let mut acc = [[_mm512_setzero_ps(); 4]; RB];
-                for l in 0..d {
-                    let c = ct.as_ptr().add(l * k + j0);
-                    let cv: [__m512; 4] = std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], c.add(16 * q)));
-                    for (rr, a) in acc.iter_mut().enumerate() {
-                        let xv = _mm512_set1_ps(*x.add(rr * d + l));
-                        for q in 0..4 {
-                            a[q] = _mm512_fmadd_ps(xv, cv[q], a[q]);
-                        }
-                    }
-                }
+                let (masks, acc) = dots::<RB>(x, d, ct, k, j0);
                 let ccv: [__m512; 4] =
                     std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], cc.as_ptr().add(j0 + 16 * q)));
                 for q in 0..4 {
@@ -332,6 +320,32 @@ pub mod small_d {
             }
         }
 
+        /// The dot products of rows `x..x + RB·d` with the centres `j0..j0 + 64` (4 registers, lanes
+        /// beyond k masked to 0): one sequential FMA chain over the coordinates per product.
+        #[inline(always)]
+        unsafe fn dots<const RB: usize>(
+            x: *const f32,
+            d: usize,
+            ct: &[f32],
+            k: usize,
+            j0: usize,
+        ) -> ([__mmask16; 4], [[__m512; 4]; RB]) {
+            let masks: [__mmask16; 4] =
+                std::array::from_fn(|q| if j0 + 16 * q < k { lanes(j0 + 16 * q, k) } else { 0 });
+            let mut acc = [[_mm512_setzero_ps(); 4]; RB];
+            for l in 0..d {
+                let c = ct.as_ptr().add(l * k + j0);
+                let cv: [__m512; 4] = std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], c.add(16 * q)));
+                for (rr, a) in acc.iter_mut().enumerate() {
+                    let xv = _mm512_set1_ps(*x.add(rr * d + l));
+                    for q in 0..4 {
+                        a[q] = _mm512_fmadd_ps(xv, cv[q], a[q]);
+                    }
+                }
+            }
+            (masks, acc)
+        }
+
         /// Rows `r0..r0 + RB` against all centres, 64 centres (4 registers) at a time.
         #[inline(always)]
         unsafe fn block<const RB: usize>(
@@ -346,19 +360,7 @@ pub mod small_d {
             let x = rows.as_ptr().add(r0 * d);
             let mut j0 = 0;
             while j0 < k {
-                let masks: [__mmask16; 4] =
-                    std::array::from_fn(|q| if j0 + 16 * q < k { lanes(j0 + 16 * q, k) } else { 0 });
-                let mut acc = [[_mm512_setzero_ps(); 4]; RB];
-                for l in 0..d {
-                    let c = ct.as_ptr().add(l * k + j0);
-                    let cv: [__m512; 4] = std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], c.add(16 * q)));
-                    for (rr, a) in acc.iter_mut().enumerate() {
-                        let xv = _mm512_set1_ps(*x.add(rr * d + l));
-                        for q in 0..4 {
-                            a[q] = _mm512_fmadd_ps(xv, cv[q], a[q]);
-                        }
-                    }
-                }
+                let (masks, acc) = dots::<RB>(x, d, ct, k, j0);
                 let two = _mm512_set1_ps(2.0);
                 let ccv: [__m512; 4] =
                     std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], cc.as_ptr().add(j0 + 16 * q)));
