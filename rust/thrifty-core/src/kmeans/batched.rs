@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use super::distance::{gemm_slack, scaled_min, sq_dist_f64, sq_norm, top2, Scratch, TILE};
+use super::distance::{gemm_slack, scaled_min, small_d, sq_dist_f64, sq_norm, top2, Scratch, TILE};
 use super::matrix::{center_norms, Matrix};
 use crate::error::{Result, ThriftyError};
 use crate::scalar::Real;
@@ -305,18 +305,24 @@ struct Geometry<T> {
 
 impl<T: Real> Geometry<T> {
     fn new(x: &Matrix<'_, T>, means: &[f64], k: usize, d: usize) -> Self {
-        let centers: Vec<T> = means.iter().map(|&v| T::of(v)).collect();
+        let (centers, cc) = typed_centers::<T>(means, d);
         let ct = x.transpose_centers(&centers, k, d);
         let round = centers
             .chunks_exact(d)
             .zip(means.chunks_exact(d))
             .map(|(c, m)| sq_dist_f64(c, m).sqrt())
             .fold(0.0, f64::max);
-        let cc: Vec<T> = centers.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
         let cc_max = cc.iter().fold(0.0f64, |m, v| m.max(v.as_f64()));
         let half_sep = half_separations(means, k, d);
         Geometry { centers, ct, cc, cc_max, round, half_sep }
     }
+}
+
+/// The centres in the data type and their squared norms (of the rounded copy), as the tiles use them.
+fn typed_centers<T: Real>(means: &[f64], d: usize) -> (Vec<T>, Vec<T>) {
+    let centers: Vec<T> = means.iter().map(|&v| T::of(v)).collect();
+    let cc: Vec<T> = centers.chunks_exact(d).map(|r| T::of(sq_norm(r))).collect();
+    (centers, cc)
 }
 
 /// Half the distance from each centre to its nearest other centre (∞ when k = 1).
@@ -637,6 +643,67 @@ fn dense_eligible<'a, T>(x: &Matrix<'a, T>, k: usize, d: usize) -> Option<&'a [T
     }
 }
 
+/// Lloyd's rule runs bound-free on the fused small-d kernel ([`small_d::nearest`]) until an
+/// iteration moves fewer than this fraction of the points; then the bounds take over. While many
+/// points move (the first iterations from a random start), the bounds certify few rows and their
+/// reads, writes and exact distances cost more than a full fused pass (issue 21, d = 16 against
+/// faiss); near the fixed point they certify almost every row.
+const FUSED_UNTIL_MOVES: f64 = 0.01;
+
+/// The data as one dense slice when Lloyd's rule can use [`fused_lloyd_pass`] (dense, not tiny,
+/// float32 with d within the AVX-512 small-d kernel).
+fn fused_eligible<'a, T: Real>(x: &Matrix<'a, T>, k: usize, d: usize) -> Option<&'a [T]> {
+    match *x {
+        Matrix::Dense(x) if k * d > DENSE_MAX_KD && small_d::available::<T>(d) => Some(x),
+        _ => None,
+    }
+}
+
+/// First nearest centre of each row of the tile at `base` (`lab.len()` rows) by the fused kernel:
+/// the argmin [`top2`] gives on the same tile.
+fn fused_nearest<T: Real>(x: &[T], d: usize, ct: &[T], cc: &[T], k: usize, base: usize, near: &mut [u32]) {
+    let m = near.len();
+    let used = small_d::nearest(&x[base * d..(base + m) * d], m, d, ct, cc, k, near);
+    debug_assert!(used, "fused_eligible checked the kernel");
+}
+
+/// Lloyd's assignment without bounds: the fused argmin j of every row, and a move wherever j is not
+/// the current centre and is strictly nearer by exact distances — the decision the bounded
+/// [`assign_pass`] takes for every row it does not certify (a certified row cannot pass the test).
+fn fused_lloyd_pass<T: Real>(data: &Data<'_, T>, x: &[T], cl: &Clusters, labels: &[u32]) -> Vec<ChunkOut> {
+    let (d, k) = (data.d, cl.k);
+    let (centers, cc) = typed_centers::<T>(&cl.means, d);
+    let ct = super::distance::transpose(&centers, k, d);
+    labels
+        .par_chunks(TILE)
+        .enumerate()
+        .map_init(
+            || vec![0u32; TILE],
+            |near, (t, lab)| {
+                let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), certified: 0 };
+                if data.cancel.load(Ordering::Relaxed) {
+                    return out;
+                }
+                let base = t * TILE;
+                let near = &mut near[..lab.len()];
+                fused_nearest(x, d, &ct, &cc, k, base, near);
+                for (r, (&a, &j)) in lab.iter().zip(near.iter()).enumerate() {
+                    let (a, j) = (a as usize, j as usize);
+                    if j != a {
+                        let i = base + r;
+                        let da2 = data.dist2(i, &cl.means[a * d..(a + 1) * d], cl.mnorm[a]);
+                        let db2 = data.dist2(i, &cl.means[j * d..(j + 1) * d], cl.mnorm[j]);
+                        if db2 < da2 {
+                            out.moves.push((i as u32, j as u32));
+                        }
+                    }
+                }
+                out
+            },
+        )
+        .collect()
+}
+
 /// Σ_l (x_l − c_l)² in coordinate order, from 0 — the sum [`nearest_lanes`] forms per lane.
 #[inline(always)]
 fn exact_sq_dist<T: Real>(row: &[T], c: &[f64]) -> f64 {
@@ -776,8 +843,19 @@ pub fn run<T: Real>(
     let mut labels = super::try_filled("the labels", n, 0u32)?;
     let mut upper = super::try_filled("the distance bounds", n, f64::INFINITY)?;
     let mut lower = super::try_filled("the distance bounds", n, 0.0f64)?;
+    // The bound-free fused pass while Lloyd's rule applies and many points move. The bounds stay
+    // ∞ / 0 meanwhile (no information, valid at any time), so the bounded pass can take over later.
+    let mut fused = fused_eligible(&data.x, k, d);
     if let Some(x) = dense_eligible(&data.x, k, d) {
         dense_labels(data, x, &init64, k, &mut labels); // the bounds stay ∞ / 0: the dense pass needs none
+    } else if let Some(x) = fused {
+        let (centers, cc) = typed_centers::<T>(&init64, d);
+        let ct = super::distance::transpose(&centers, k, d);
+        labels.par_chunks_mut(TILE).enumerate().for_each(|(t, lab)| {
+            if !data.cancel.load(Ordering::Relaxed) {
+                fused_nearest(x, d, &ct, &cc, k, t * TILE, lab);
+            }
+        });
     } else {
         let geo = Geometry::<T>::new(&data.x, &init64, k, d);
         let nearest = nearest_with_bounds(data, &geo, k, &mut upper, &mut lower);
@@ -830,6 +908,8 @@ pub fn run<T: Real>(
         let outs = if let (false, Some(x)) = (f.hartigan, dense_eligible(&data.x, k, d)) {
             dense_pass_used = true;
             dense_lloyd_pass(data, x, &cl.means, k, &labels)
+        } else if let (false, Some(x)) = (f.hartigan, fused) {
+            fused_lloyd_pass(data, x, &cl, &labels)
         } else {
             let geo = Geometry::<T>::new(&data.x, &cl.means, k, d);
             assign_pass(data, &geo, &drift_sums, &cl, &labels, &mut upper, &mut lower, f, min_weights(&cl.wsum))
@@ -849,6 +929,9 @@ pub fn run<T: Real>(
             st.batch_moves += out.moves.len();
         }
         updates_since_resum += st.batch_moves;
+        if (st.batch_moves as f64) < FUSED_UNTIL_MOVES * n as f64 {
+            fused = None; // from the next iteration on, the bounds (still ∞ / 0) take over
+        }
         if updates_since_resum as f64 >= RESUM_AFTER_UPDATES_PER_POINT * n as f64 {
             cl = Clusters::from_labels(data, &labels, k, &cl.means, false).0;
             updates_since_resum = 0;
@@ -904,9 +987,19 @@ pub fn run<T: Real>(
         Clusters::from_labels(data, &labels, k, &cl.means, !e_step)
     };
     if e_step {
-        match dense_eligible(&data.x, k, d) {
-            Some(x) => dense_labels(data, x, &cl.means, k, &mut labels),
-            None => {
+        match (dense_eligible(&data.x, k, d), fused) {
+            (Some(x), _) => dense_labels(data, x, &cl.means, k, &mut labels),
+            (None, Some(x)) => {
+                for out in fused_lloyd_pass(data, x, &cl, &labels) {
+                    for (i, to) in out.moves {
+                        labels[i as usize] = to;
+                    }
+                }
+                if data.cancel.load(Ordering::Relaxed) {
+                    return Err(ThriftyError::Interrupted);
+                }
+            }
+            (None, None) => {
                 let mut bounds = Bounds { upper: &mut upper, lower: &mut lower, drift_sums: &mut drift_sums };
                 nearest_from_bounds(data, &cl, &prev_means, &mut labels, &mut bounds);
                 if data.cancel.load(Ordering::Relaxed) {
@@ -1232,6 +1325,61 @@ mod kernel_tests {
                 });
                 assert!(seen.iter().all(|&s| s), "every row reported once");
             }
+        }
+    }
+
+    /// The bound-free fused Lloyd pass takes the bounded pass's decisions, step after step of a
+    /// Lloyd run on float32 data (where the AVX-512 kernel exists; else there is no fused pass).
+    #[test]
+    fn fused_lloyd_pass_moves_what_the_bounded_pass_moves() {
+        for (n, d, k) in [(1000usize, 16usize, 40usize), (517, 3, 70), (300, 32, 5)] {
+            let mut state = 5u64;
+            // half the rows on a coarse grid: exact ties between centres occur
+            let x: Vec<f32> = (0..n * d)
+                .map(|i| if i % 2 == 0 { lcg(&mut state) as f32 } else { lcg(&mut state).round() as f32 })
+                .collect();
+            let xx: Vec<f64> = x.chunks_exact(d).map(sq_norm).collect();
+            let w = vec![1.0; n];
+            let cancel = AtomicBool::new(false);
+            let data = Data { x: Matrix::Dense(&x), d, xx: &xx, w: &w, w_max: 1.0, cancel: &cancel };
+            let Some(xs) = fused_eligible(&data.x, k, d) else {
+                assert!(!small_d::available::<f32>(d));
+                continue;
+            };
+            let init: Vec<f64> = x[..k * d].iter().map(|&v| v as f64).collect();
+            let mut labels: Vec<u32> = (0..n).map(|i| (i % k) as u32).collect();
+            let mut cl = Clusters::from_labels(&data, &labels, k, &init, false).0;
+            cl.refresh_means(true);
+            let lloyd = Factors { hartigan: false };
+            let mut total = 0;
+            for step in 0..6 {
+                let fused: Vec<(u32, u32)> =
+                    fused_lloyd_pass(&data, xs, &cl, &labels).into_iter().flat_map(|o| o.moves).collect();
+                let (mut up, mut lo) = (vec![f64::INFINITY; n], vec![0.0; n]);
+                let geo = Geometry::<f32>::new(&data.x, &cl.means, k, d);
+                let bounded: Vec<(u32, u32)> = assign_pass(
+                    &data,
+                    &geo,
+                    &DriftSums::new(k),
+                    &cl,
+                    &labels,
+                    &mut up,
+                    &mut lo,
+                    lloyd,
+                    min_weights(&cl.wsum),
+                )
+                .into_iter()
+                .flat_map(|o| o.moves)
+                .collect();
+                assert_eq!(fused, bounded, "n={n} d={d} k={k} step {step}");
+                total += fused.len();
+                for &(i, to) in &fused {
+                    cl.move_point(&data, i as usize, labels[i as usize] as usize, to as usize);
+                    labels[i as usize] = to;
+                }
+                cl.refresh_means(true);
+            }
+            assert!(total > 0, "the steps moved points");
         }
     }
 

@@ -203,6 +203,24 @@ pub mod small_d {
         true
     }
 
+    /// `out[r]` = the first index j minimising `cc_j − 2·rows_r·c_j` (the values of
+    /// [`partial_dists`], bit for bit), for the `m` rows: the argmin of [`super::top2`] on the tile,
+    /// without writing the tile. Index 0 when no value is below ∞. Returns false (nothing written)
+    /// when [`available`] does not hold for `T` and `d`.
+    pub fn nearest<T: Real>(rows: &[T], m: usize, d: usize, ct: &[T], cc: &[T], k: usize, out: &mut [u32]) -> bool {
+        if !available::<T>(d) || rows.len() < m * d || ct.len() < d * k || cc.len() < k || out.len() < m {
+            return false;
+        }
+        // SAFETY: T is f32 (checked by TypeId in `available`), so the slices reinterpret exactly.
+        let cast = |s: &[T]| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) };
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-512F was detected at run time; the bounds were checked above.
+        unsafe {
+            avx512::nearest(cast(rows), m, d, cast(ct), cast(cc), k, out);
+        }
+        true
+    }
+
     #[cfg(target_arch = "x86_64")]
     mod avx512 {
         use std::arch::x86_64::*;
@@ -242,6 +260,92 @@ pub mod small_d {
             }
         }
 
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn nearest(rows: &[f32], m: usize, d: usize, ct: &[f32], cc: &[f32], k: usize, out: &mut [u32]) {
+            let mut r = 0;
+            while r + R <= m {
+                nearest_block::<R>(rows, r, d, ct, cc, k, out);
+                r += R;
+            }
+            while r < m {
+                nearest_block::<1>(rows, r, d, ct, cc, k, out);
+                r += 1;
+            }
+        }
+
+        /// [`block`]'s values for rows `r0..r0 + RB`, reduced in the registers: per lane the
+        /// smallest value and the first index it occurs at (strictly smaller values replace it, and
+        /// the indices grow), then across the lanes the smallest value at its lowest index.
+        #[inline(always)]
+        unsafe fn nearest_block<const RB: usize>(
+            rows: &[f32],
+            r0: usize,
+            d: usize,
+            ct: &[f32],
+            cc: &[f32],
+            k: usize,
+            out: &mut [u32],
+        ) {
+            let x = rows.as_ptr().add(r0 * d);
+            let inf = _mm512_set1_ps(f32::INFINITY);
+            let lane_idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            let mut best = [inf; RB];
+            let mut best_j = [_mm512_setzero_si512(); RB];
+            let two = _mm512_set1_ps(2.0);
+            let mut j0 = 0;
+            while j0 < k {
+                let (masks, acc) = dots::<RB>(x, d, ct, k, j0);
+                let ccv: [__m512; 4] =
+                    std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], cc.as_ptr().add(j0 + 16 * q)));
+                for q in 0..4 {
+                    if masks[q] == 0 {
+                        continue;
+                    }
+                    let jv = _mm512_add_epi32(lane_idx, _mm512_set1_epi32((j0 + 16 * q) as i32));
+                    for rr in 0..RB {
+                        let v = _mm512_fnmadd_ps(two, acc[rr][q], ccv[q]);
+                        let lt = _mm512_mask_cmp_ps_mask::<_CMP_LT_OQ>(masks[q], v, best[rr]);
+                        best[rr] = _mm512_mask_mov_ps(best[rr], lt, v);
+                        best_j[rr] = _mm512_mask_mov_epi32(best_j[rr], lt, jv);
+                    }
+                }
+                j0 += 64;
+            }
+            for rr in 0..RB {
+                let min = _mm512_reduce_min_ps(best[rr]);
+                let at = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(best[rr], _mm512_set1_ps(min));
+                let j = _mm512_mask_reduce_min_epi32(at, best_j[rr]);
+                // no value below ∞ (every lane ∞ or never set): index 0, as `top2` gives
+                *out.get_unchecked_mut(r0 + rr) = if min < f32::INFINITY { j as u32 } else { 0 };
+            }
+        }
+
+        /// The dot products of rows `x..x + RB·d` with the centres `j0..j0 + 64` (4 registers, lanes
+        /// beyond k masked to 0): one sequential FMA chain over the coordinates per product.
+        #[inline(always)]
+        unsafe fn dots<const RB: usize>(
+            x: *const f32,
+            d: usize,
+            ct: &[f32],
+            k: usize,
+            j0: usize,
+        ) -> ([__mmask16; 4], [[__m512; 4]; RB]) {
+            let masks: [__mmask16; 4] =
+                std::array::from_fn(|q| if j0 + 16 * q < k { lanes(j0 + 16 * q, k) } else { 0 });
+            let mut acc = [[_mm512_setzero_ps(); 4]; RB];
+            for l in 0..d {
+                let c = ct.as_ptr().add(l * k + j0);
+                let cv: [__m512; 4] = std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], c.add(16 * q)));
+                for (rr, a) in acc.iter_mut().enumerate() {
+                    let xv = _mm512_set1_ps(*x.add(rr * d + l));
+                    for q in 0..4 {
+                        a[q] = _mm512_fmadd_ps(xv, cv[q], a[q]);
+                    }
+                }
+            }
+            (masks, acc)
+        }
+
         /// Rows `r0..r0 + RB` against all centres, 64 centres (4 registers) at a time.
         #[inline(always)]
         unsafe fn block<const RB: usize>(
@@ -256,19 +360,7 @@ pub mod small_d {
             let x = rows.as_ptr().add(r0 * d);
             let mut j0 = 0;
             while j0 < k {
-                let masks: [__mmask16; 4] =
-                    std::array::from_fn(|q| if j0 + 16 * q < k { lanes(j0 + 16 * q, k) } else { 0 });
-                let mut acc = [[_mm512_setzero_ps(); 4]; RB];
-                for l in 0..d {
-                    let c = ct.as_ptr().add(l * k + j0);
-                    let cv: [__m512; 4] = std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], c.add(16 * q)));
-                    for (rr, a) in acc.iter_mut().enumerate() {
-                        let xv = _mm512_set1_ps(*x.add(rr * d + l));
-                        for q in 0..4 {
-                            a[q] = _mm512_fmadd_ps(xv, cv[q], a[q]);
-                        }
-                    }
-                }
+                let (masks, acc) = dots::<RB>(x, d, ct, k, j0);
                 let two = _mm512_set1_ps(2.0);
                 let ccv: [__m512; 4] =
                     std::array::from_fn(|q| _mm512_maskz_loadu_ps(masks[q], cc.as_ptr().add(j0 + 16 * q)));
@@ -449,6 +541,20 @@ mod small_d_tests {
             for (r, &i) in s.rows.iter().enumerate() {
                 assert_eq!(&s.dots[r * k..(r + 1) * k], &b.dots[i * k..(i + 1) * k]);
             }
+            // The fused argmin is top2's first index on the same tile (ties included: the
+            // patterned data repeats values).
+            let mut j = vec![u32::MAX; m];
+            assert!(small_d::nearest(&x, m, d, &ct, &cc, k, &mut j));
+            for (r, &jr) in j.iter().enumerate() {
+                let mut row = b.dots[r * k..(r + 1) * k].to_vec();
+                assert_eq!(jr as usize, top2(&mut row).0, "m={m} d={d} k={k} row {r}");
+            }
+            // A tied row (every centre equal) gives index 0.
+            let same: Vec<f32> = c[..d].repeat(k);
+            let tsame = transpose(&same, k, d);
+            let ccs = vec![cc[0]; k];
+            assert!(small_d::nearest(&x, m, d, &tsame, &ccs, k, &mut j));
+            assert!(j.iter().all(|&v| v == 0));
         }
         assert!(!small_d::available::<f64>(16));
     }
