@@ -23,6 +23,9 @@ measures ``ε`` on them in backward with one small GEMM ``G_sᵀ·[X_s | E_s]``
 
 from __future__ import annotations
 
+import dataclasses
+import io
+import pickle
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -259,8 +262,11 @@ class CompressedLinear(nn.Module):
     non-float input and ValueError for a wrong last dimension or an input on another device than the weight.
     Under ``torch.compile`` the op is traced (fake registrations); the host-side policy (planning, refresh,
     accounting, the monitor) runs eagerly around it, a graph break on each side (so no ``fullgraph=True``).
-    The ``state_dict`` holds only ``weight`` and ``bias`` (the keys of the wrapped Linear); the basis and
-    the plan are rebuilt from the first batch after loading.
+    Before its first training step the ``state_dict`` holds only ``weight`` and ``bias`` (the keys of the wrapped
+    Linear). From then on it also holds ``_extra_state``: the STAC-R state (plan, tracked basis, step counters,
+    the monitor's generator) as one uint8 tensor, so a checkpoint (``torch.save``, safetensors, transformers'
+    ``Trainer``) resumes with the same next step. A state_dict without it loads too (also with ``strict=True``),
+    leaving the layer's STAC-R state as it is (a fresh layer plans from its next batch).
 
     Examples
     --------
@@ -347,6 +353,47 @@ class CompressedLinear(nn.Module):
         self.monitor_every = 16
         self.state = LayerState()
         self._sampler = torch.Generator().manual_seed(self.seed * 1_000_003 + layer_index)
+        self._owed_step = False  # the last forward ran without grad (reentrant checkpointing's first pass)
+        self._recomputing = False  # the current forward is a checkpointed rerun (no step, no accounting)
+
+    # ---- checkpoints: the STAC-R state rides in the state_dict as one uint8 tensor (safetensors-friendly) ----
+    def get_extra_state(self) -> Tensor:
+        """The layer's STAC-R state serialized into a uint8 tensor (see the Notes of the class)."""
+        state = {
+            "version": 1, "codec": self.codec.state(), "layer": dataclasses.asdict(self.state),
+            "sampler": self._sampler.get_state(),
+        }  # fmt: skip
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        return torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore what :meth:`get_extra_state` returned; ValueError for anything else."""
+        if not isinstance(state, Tensor) or state.dtype != torch.uint8 or state.dim() != 1:
+            raise ValueError("state_dict: '_extra_state' of a CompressedLinear must be the uint8 tensor it saved")
+        try:
+            data = torch.load(io.BytesIO(state.cpu().numpy().tobytes()), weights_only=True)
+            if data.get("version") != 1:
+                raise ValueError(f"unknown version {data.get('version')!r}")
+            self.codec.load_state(data["codec"])
+            self.state = LayerState(**data["layer"])
+            self._sampler.set_state(data["sampler"])
+        except (RuntimeError, KeyError, TypeError, AttributeError, EOFError, pickle.UnpicklingError) as exc:
+            raise ValueError(f"state_dict: unreadable STAC-R state in '_extra_state' ({exc})") from exc
+
+    def _save_to_state_dict(self, destination: Any, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        if self.state.step == 0:  # nothing learnt yet: the wrapped Linear's keys only
+            destination.pop(prefix + "_extra_state", None)
+
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: Any, strict: bool,
+                              missing_keys: list[str], unexpected_keys: list[str], error_msgs: list[str]) -> None:  # fmt: skip
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        key = prefix + "_extra_state"
+        if key in missing_keys:  # a plain Linear's checkpoint (or one saved before training): the state stays
+            missing_keys.remove(key)
 
     def extra_repr(self) -> str:
         mode = "exact" if self.exact else f"ratio={self.ratio:g}"
@@ -405,7 +452,10 @@ class CompressedLinear(nn.Module):
             )
         if x2d.shape[0] == 0 or not (torch.is_grad_enabled() and weight.requires_grad):
             # nothing to compress: no rows, or no weight gradient (inference, frozen weight) - which is the only
-            # consumer of the saved input; the policy (steps, refreshes) does not advance either
+            # consumer of the saved input; the policy (steps, refreshes) does not advance either. A no-grad
+            # forward of a trainable layer may be reentrant checkpointing's first pass: its recomputation in
+            # backward is then this batch's only compressed forward and takes the step (see _prepare)
+            self._owed_step = x2d.shape[0] > 0 and self._weight().requires_grad and not torch.is_grad_enabled()
             return F.linear(x2d, weight, bias).reshape(*lead, self.out_features)
         with torch.autocast(dev, enabled=False):  # the basis, planning and factors stay in fp32
             u, xu, seed = self._prepare(x2d.detach())
@@ -425,7 +475,11 @@ class CompressedLinear(nn.Module):
         counting a step or refreshing, so the recomputed factors use the same basis and rounding key.
         """
         codec = self.codec
-        recompute = _in_backward()
+        # a rerun inside backward repeats a forward that already took its step - unless that forward ran
+        # without grad (reentrant checkpointing), in which case this is the batch's step
+        recompute = _in_backward() and not self._owed_step
+        self._owed_step = False
+        self._recomputing = recompute
         u = codec.basis_for(x2d, advance=not recompute)
         xu = codec.projection_for(x2d, u)  # X·U_new from this batch's refresh: saves the encoder's GEMM
         if not recompute:
@@ -436,7 +490,7 @@ class CompressedLinear(nn.Module):
     @torch.compiler.disable  # type: ignore[untyped-decorator]
     def _observe(self, x2d: Tensor, u: Tensor, out: tuple[Tensor, ...], cfg: LayerConfig) -> None:
         """Byte accounting and, when due, the gradient-error monitor (eager, skipped in recomputations)."""
-        if _in_backward():
+        if self._recomputing:
             return
         self._account(x2d, out)
         if out[0].requires_grad and self._monitor_due():
