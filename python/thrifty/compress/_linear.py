@@ -167,6 +167,33 @@ def _in_backward() -> bool:
     return task_id is not None and int(task_id()) != -1
 
 
+def _world() -> int:
+    """Processes in the default torch.distributed group (1 when it is not initialised)."""
+    dist = torch.distributed
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def _share_rank0_state(codec: LayerCodec) -> Tensor:
+    """Make a codec's plan and basis those of rank 0 (called on every rank when a basis was planned or refreshed).
+
+    Ranks see different shards of the batch, so each would plan and refresh a basis of its own: the layers
+    would drift apart and a checkpoint written by rank 0 would describe no other rank. The refresh schedule is
+    step-based and the step counters agree, so every rank calls this at the same steps (the collectives match).
+    """
+    dist = torch.distributed
+    plan: list[Any] = [codec.config]
+    dist.broadcast_object_list(plan, src=0)
+    assert codec.u is not None
+    u = codec.u
+    if plan[0] != codec.config:  # another layout on rank 0: take it; the basis comes with the broadcast
+        codec.config = plan[0]
+        u = torch.empty((codec.d, plan[0].rank), dtype=torch.float32, device=u.device)
+    u = u.clone()  # a new tensor on every rank: the refresh's X·U_new (rank 0's only) is not reused
+    dist.broadcast(u, src=0)
+    codec.u = u
+    return u
+
+
 @dataclass
 class LayerState:
     """What the last forward/backward of one :class:`CompressedLinear` measured (read by the report).
@@ -262,6 +289,9 @@ class CompressedLinear(nn.Module):
     non-float input and ValueError for a wrong last dimension or an input on another device than the weight.
     Under ``torch.compile`` the op is traced (fake registrations); the host-side policy (planning, refresh,
     accounting, the monitor) runs eagerly around it, a graph break on each side (so no ``fullgraph=True``).
+    Under DDP or FSDP2 (``torch.distributed`` initialised, more than one process) each rank sees its own shard
+    of the batch; whenever a layer plans or refreshes its basis, rank 0's plan and basis are broadcast to the
+    others (one small collective per refresh), so every rank encodes alike and a checkpoint describes them all.
     Before its first training step the ``state_dict`` holds only ``weight`` and ``bias`` (the keys of the wrapped
     Linear). From then on it also holds ``_extra_state``: the STAC-R state (plan, tracked basis, step counters,
     the monitor's generator) as one uint8 tensor, so a checkpoint (``torch.save``, safetensors, transformers'
@@ -480,7 +510,10 @@ class CompressedLinear(nn.Module):
         recompute = _in_backward() and not self._owed_step
         self._owed_step = False
         self._recomputing = recompute
+        before = (codec.config, codec.u)
         u = codec.basis_for(x2d, advance=not recompute)
+        if not recompute and (codec.config is not before[0] or codec.u is not before[1]) and _world() > 1:
+            u = _share_rank0_state(codec)  # DDP/FSDP: every rank encodes with rank 0's plan and basis
         xu = codec.projection_for(x2d, u)  # X·U_new from this batch's refresh: saves the encoder's GEMM
         if not recompute:
             self.state.step += 1
