@@ -24,9 +24,12 @@ measures ``ε`` on them in backward with one small GEMM ``G_sᵀ·[X_s | E_s]``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
-import pickle
+import itertools
 import math
+import pickle
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +158,125 @@ def _backward(ctx: Any, grad_y: Tensor, *_unused: Any) -> tuple[Tensor | None, .
 
 
 stac_linear.register_autograd(_backward, setup_context=_setup_context)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the layer op: one opaque call per CompressedLinear forward, the host-side policy inside it
+
+
+# live layers by handle: the ops below take the layer's handle (an int, so the schema stays plain) and run its
+# host-side policy (planning, basis refresh, step counting, accounting, the monitor) inside the op, where
+# torch.compile does not look - so a compiled model has no graph break at its compressed layers
+_LAYERS: weakref.WeakValueDictionary[int, CompressedLinear] = weakref.WeakValueDictionary()
+_HANDLES = itertools.count(1)
+
+
+def _layer(handle: int) -> CompressedLinear:
+    layer = _LAYERS.get(handle)
+    if layer is None:
+        raise RuntimeError(f"thrifty::stac_layer: no live CompressedLinear has handle {handle}")
+    return layer
+
+
+@functools.lru_cache(maxsize=256)
+def _factor_layout(n: int, d: int, cfg: LayerConfig) -> tuple[tuple[tuple[int, ...], torch.dtype], ...]:
+    """Shapes and dtypes of the packed factors ``(c, c_scale, vals, idx, scales)`` of ``n`` rows, in packing
+    order (larger elements first, so every part starts aligned for its dtype inside the uint8 buffer)."""
+    x = torch.empty((n, d), device="meta")
+    u = torch.empty((d, cfg.rank), device="meta")
+    parts = _kernels.compress(x, u, coef=cfg.coef, block=cfg.block, k=cfg.k, bits=cfg.bits)
+    return tuple((tuple(t.shape), t.dtype) for t in parts)
+
+
+def _packing_order(layout: tuple[tuple[tuple[int, ...], torch.dtype], ...]) -> list[int]:
+    return sorted(range(len(layout)), key=lambda i: -layout[i][1].itemsize)
+
+
+def _pack(parts: tuple[Tensor, ...]) -> Tensor:
+    """The factors in one uint8 tensor (their bytes, back to back: nothing added, so the meter counts alike)."""
+    order = _packing_order(tuple((tuple(t.shape), t.dtype) for t in parts))
+    return torch.cat([parts[i].contiguous().reshape(-1).view(torch.uint8) for i in order])
+
+
+def _unpack(packed: Tensor, n: int, d: int, cfg: LayerConfig) -> tuple[Tensor, ...]:
+    """Views of ``(c, c_scale, vals, idx, scales)`` into what :func:`_pack` made (no copy)."""
+    layout = _factor_layout(n, d, cfg)
+    parts: list[Tensor | None] = [None] * len(layout)
+    offset = 0
+    for i in _packing_order(layout):
+        shape, dtype = layout[i]
+        size = math.prod(shape) * dtype.itemsize
+        parts[i] = packed[offset : offset + size].view(dtype).reshape(shape)
+        offset += size
+    if offset != packed.numel():
+        raise RuntimeError(f"thrifty::stac_layer: {packed.numel()} packed bytes, the layout needs {offset}")
+    return tuple(t for t in parts if t is not None)
+
+
+@torch.library.custom_op("thrifty::stac_layer", mutates_args=())
+def stac_layer(x: Tensor, weight: Tensor, bias: Tensor | None, handle: int) -> tuple[Tensor, Tensor, Tensor]:
+    """One training forward of the :class:`CompressedLinear` with ``handle``: ``y = x·Wᵀ + b``, the basis ``u``
+    the factors were taken in, and the factors packed into one uint8 tensor (what backward keeps of ``x``).
+
+    ``x`` (n, d) and ``weight`` (m, d) in the compute dtype (autocast already applied); returns ``y`` (n, m) in
+    that dtype, ``u`` (d, r) float32 and the packed factors (their bytes, nothing added).
+    """
+    return _layer(handle)._encode(x, weight, bias)
+
+
+@stac_layer.register_fake
+def _stac_layer_fake(x: Tensor, weight: Tensor, bias: Tensor | None, handle: int) -> tuple[Tensor, Tensor, Tensor]:
+    layer = _layer(handle)
+    d = layer.in_features
+    if x.dim() != 2 or weight.dim() != 2 or weight.shape[1] != x.shape[1] or x.shape[1] != d:
+        raise ValueError(f"x: expected shape (n, {d}), got {tuple(x.shape)}")
+    y = x.new_empty((x.shape[0], weight.shape[0]))
+    cfg = layer.codec.config
+    if cfg is None:  # planned from the first batch at run time: sizes known only then
+        ctx = torch.library.get_ctx()
+        r, nbytes = ctx.new_dynamic_size(), ctx.new_dynamic_size()
+        return y, x.new_empty((d, r), dtype=torch.float32), x.new_empty((nbytes,), dtype=torch.uint8)
+    u = x.new_empty((d, cfg.rank), dtype=torch.float32)
+    parts = _kernels.compress(x, u, coef=cfg.coef, block=cfg.block, k=cfg.k, bits=cfg.bits)
+    nbytes = sum(t.numel() * t.element_size() for t in parts)
+    return y, u, x.new_empty((nbytes,), dtype=torch.uint8)
+
+
+@torch.library.custom_op("thrifty::stac_layer_grad_weight", mutates_args=())
+def stac_layer_grad_weight(grad_y: Tensor, u: Tensor, packed: Tensor, handle: int) -> Tensor:
+    """``grad_W`` (m, d) float32 of the layer with ``handle`` from its packed factors (and, when due, its
+    gradient-error monitor)."""
+    return _layer(handle)._grad_weight(grad_y, u, packed)
+
+
+@stac_layer_grad_weight.register_fake
+def _stac_layer_grad_weight_fake(grad_y: Tensor, u: Tensor, packed: Tensor, handle: int) -> Tensor:
+    return grad_y.new_empty((grad_y.shape[1], u.shape[0]), dtype=torch.float32)
+
+
+def _layer_setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, ...]) -> None:
+    _x, weight, bias, handle = inputs
+    _y, u, packed = output
+    ctx.save_for_backward(weight, u, packed)  # the factors, never x
+    ctx.handle = handle
+    ctx.bias_dtype = None if bias is None else bias.dtype
+    ctx.mark_non_differentiable(u, packed)
+
+
+def _layer_backward(ctx: Any, grad_y: Tensor, *_unused: Any) -> tuple[Tensor | None, ...]:
+    weight, u, packed = ctx.saved_tensors
+    grad_x = grad_w = grad_b = None
+    with torch.autocast(grad_y.device.type, enabled=False):  # a CPU backward may run inside the user's autocast
+        if ctx.needs_input_grad[0]:
+            grad_x = grad_y.mm(weight.to(grad_y.dtype))
+        if ctx.needs_input_grad[1]:
+            grad_w = stac_layer_grad_weight(grad_y, u, packed, ctx.handle).to(weight.dtype)
+        if ctx.bias_dtype is not None and ctx.needs_input_grad[2]:
+            grad_b = grad_y.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
+    return grad_x, grad_w, grad_b, None
+
+
+stac_layer.register_autograd(_layer_backward, setup_context=_layer_setup_context)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -287,8 +409,11 @@ class CompressedLinear(nn.Module):
     Input: any shape ``(..., in_features)``, float32 / bfloat16 / float16 on the weight's device; under
     ``torch.autocast`` the layer computes in the autocast dtype like ``nn.Linear``. Raises TypeError for a
     non-float input and ValueError for a wrong last dimension or an input on another device than the weight.
-    Under ``torch.compile`` the op is traced (fake registrations); the host-side policy (planning, refresh,
-    accounting, the monitor) runs eagerly around it, a graph break on each side (so no ``fullgraph=True``).
+    Under ``torch.compile`` each layer is one opaque op, ``thrifty::stac_layer`` (fake and autograd
+    registrations; its backward another op, ``thrifty::stac_layer_grad_weight``): the host-side policy (planning,
+    refresh, accounting, the monitor) runs inside it, so a planned layer adds no graph break (``fullgraph=True``
+    works). The planning step (the first batch, unless ``stac_r(plan=...)`` planned it) runs eagerly, and the
+    graph is recompiled once with the plan's static factor sizes.
     Under DDP or FSDP2 (``torch.distributed`` initialised, more than one process) each rank sees its own shard
     of the batch; whenever a layer plans or refreshes its basis, rank 0's plan and basis are broadcast to the
     others (one small collective per refresh), so every rank encodes alike and a checkpoint describes them all.
@@ -385,6 +510,17 @@ class CompressedLinear(nn.Module):
         self._sampler = torch.Generator().manual_seed(self.seed * 1_000_003 + layer_index)
         self._owed_step = False  # the last forward ran without grad (reentrant checkpointing's first pass)
         self._recomputing = False  # the current forward is a checkpointed rerun (no step, no accounting)
+        self._pending: tuple[tuple[int, int], Any] | None = None  # the monitor's sample, awaiting its gradient
+        self._register()
+
+    def _register(self) -> None:
+        """A handle of its own in the layer table the ops read (a copy or an unpickled layer gets a new one)."""
+        self._handle = next(_HANDLES)
+        _LAYERS[self._handle] = self
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._register()
 
     # ---- checkpoints: the STAC-R state rides in the state_dict as one uint8 tensor (safetensors-friendly) ----
     def get_extra_state(self) -> Tensor:
@@ -487,20 +623,56 @@ class CompressedLinear(nn.Module):
             # backward is then this batch's only compressed forward and takes the step (see _prepare)
             self._owed_step = x2d.shape[0] > 0 and self._weight().requires_grad and not torch.is_grad_enabled()
             return F.linear(x2d, weight, bias).reshape(*lead, self.out_features)
-        with torch.autocast(dev, enabled=False):  # the basis, planning and factors stay in fp32
-            u, xu, seed = self._prepare(x2d.detach())
-            cfg = self.codec.config  # read here, not returned: torch.compile keeps these ints static
-            assert cfg is not None
-            out: tuple[Tensor, ...] = stac_linear(x2d, weight, bias, u, xu, cfg.coef, cfg.block, cfg.k, cfg.bits, cfg.stochastic, seed)
-        y2d = out[0]
-        self._observe(x2d.detach(), u, out, cfg)  # eager even under torch.compile (a graph break)
+        if self.codec.config is None:  # the first batch plans the layout: only then are the factor sizes known
+            y2d = self._planning_forward(x2d, weight, bias)
+        else:
+            y2d = stac_layer(x2d, weight, bias, self._handle)[0]  # one op: no graph break under torch.compile
         return y2d.reshape(*lead, self.out_features)
 
     @torch.compiler.disable  # type: ignore[untyped-decorator]
+    def _planning_forward(self, x2d: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        """The planning step, eager even under torch.compile (the graph is recompiled once with the plan's
+        static sizes; a plan from :func:`~thrifty.compress.predict` or one eager step avoids the break)."""
+        y2d: Tensor = stac_layer(x2d, weight, bias, self._handle)[0]
+        return y2d
+
+    def _encode(self, x2d: Tensor, weight: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+        """The body of ``thrifty::stac_layer`` (eager, also under torch.compile): policy, encode, account."""
+        with torch.autocast(x2d.device.type, enabled=False):  # the basis, planning and factors stay in fp32
+            u, xu, seed = self._prepare(x2d)
+            cfg = self.codec.config
+            assert cfg is not None
+            y = F.linear(x2d, weight, bias)
+            parts = tuple(_kernels.compress(
+                x2d, u, coef=cfg.coef, block=cfg.block, k=cfg.k, bits=cfg.bits, stochastic=cfg.stochastic,
+                seed=seed, xu=xu,
+            ))  # fmt: skip
+            packed = _pack(parts)
+            if not self._recomputing:
+                self._account(x2d, parts)
+                if self._monitor_due():
+                    self._monitor(x2d, u, parts, cfg)
+        return y, u, packed
+
+    def _grad_weight(self, grad_y: Tensor, u: Tensor, packed: Tensor) -> Tensor:
+        """The body of ``thrifty::stac_layer_grad_weight``: ``Gᵀ·X̂`` from the packed factors (+ the monitor)."""
+        cfg = self.codec.config
+        assert cfg is not None
+        n = grad_y.shape[0]
+        c, c_scale, vals, idx, scales = _unpack(packed, n, self.in_features, cfg)
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == (u.data_ptr(), n):
+            pending[1](grad_y)  # the monitored forward's gradient arrived
+        else:
+            self._pending = pending  # another forward's backward (the monitored one is still to come)
+        return _kernels.grad_weight(
+            grad_y, u, c, c_scale, vals, idx, scales, d=self.in_features, block=cfg.block, bits=cfg.bits
+        )
+
     def _prepare(self, x2d: Tensor) -> tuple[Tensor, Tensor | None, int]:
         """Basis, reusable projection ``x·u`` and rounding key for this batch.
 
-        Host-side policy (planning, refresh schedule, step counting): runs eagerly even under torch.compile.
+        Host-side policy (planning, refresh schedule, step counting), run inside ``thrifty::stac_layer``.
         A forward rerun inside backward (``torch.utils.checkpoint``) reuses the current basis without
         counting a step or refreshing, so the recomputed factors use the same basis and rounding key.
         """
@@ -520,30 +692,22 @@ class CompressedLinear(nn.Module):
         seed = codec.rounding_seed() if codec.stochastic else 0
         return u, xu, seed
 
-    @torch.compiler.disable  # type: ignore[untyped-decorator]
-    def _observe(self, x2d: Tensor, u: Tensor, out: tuple[Tensor, ...], cfg: LayerConfig) -> None:
-        """Byte accounting and, when due, the gradient-error monitor (eager, skipped in recomputations)."""
-        if self._recomputing:
-            return
-        self._account(x2d, out)
-        if out[0].requires_grad and self._monitor_due():
-            self._monitor(x2d, u, out, cfg)
-
-    def _account(self, x2d: Tensor, out: tuple[Tensor, ...]) -> None:
+    def _account(self, x2d: Tensor, parts: tuple[Tensor, ...]) -> None:
         st = self.state
         st.rows = int(x2d.shape[0])
         st.dense_bytes = st.rows * self.in_features * x2d.element_size()
-        st.stored_bytes = sum(int(t.numel()) * t.element_size() for t in out[1:])
+        st.stored_bytes = sum(int(t.numel()) * t.element_size() for t in parts)
 
     def _monitor_due(self) -> bool:
         return self.monitor_rows > 0 and self.monitor_every > 0 and (self.state.step - 1) % self.monitor_every == 0
 
-    def _monitor(self, x2d: Tensor, u: Tensor, out: tuple[Tensor, ...], cfg: LayerConfig) -> None:
-        """Keep ``s`` sampled rows of X and E = X − X̂; measure ε on them when the output's gradient arrives."""
+    def _monitor(self, x2d: Tensor, u: Tensor, parts: tuple[Tensor, ...], cfg: LayerConfig) -> None:
+        """Keep ``s`` sampled rows of X and E = X − X̂; measure ε on them when the output's gradient arrives
+        (in ``thrifty::stac_layer_grad_weight``)."""
         n, d = x2d.shape
         s = min(self.monitor_rows, n)
         rows = torch.randperm(n, generator=self._sampler)[:s].to(x2d.device)
-        _y, c, c_scale, vals, idx, scales = out
+        c, c_scale, vals, idx, scales = parts
         dev = x2d.device.type
         with torch.no_grad(), torch.autocast(dev, enabled=False):
             xs = x2d.index_select(0, rows).to(torch.float32)
@@ -561,7 +725,7 @@ class CompressedLinear(nn.Module):
         step = state.step
         both = torch.cat([xs, es], dim=1).to(torch.float64)
 
-        def hook(grad: Tensor) -> None:
+        def measure(grad: Tensor) -> None:
             with torch.no_grad(), torch.autocast(dev, enabled=False):
                 gs = grad.detach().index_select(0, rows).to(torch.float64)
                 prod = gs.t() @ both  # one small GEMM: [G_sᵀX_s | G_sᵀE_s] (float64: ε and cos to ~1e-15)
@@ -578,5 +742,5 @@ class CompressedLinear(nn.Module):
                 state.rel_error = float(rel)
                 state.eps_step = step
 
-        out[0].register_hook(hook)  # type: ignore[no-untyped-call]
+        self._pending = ((u.data_ptr(), n), measure)
 
