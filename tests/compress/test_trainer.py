@@ -66,6 +66,7 @@ def test_trainer_resume_takes_the_same_next_step(tmp_path: Path) -> None:
     assert len(layers) == 9  # every Conv1D projection and the tied head
     assert all(m.state.step == 8 for m in layers)  # 4 steps × 2 micro-batches; recomputations not counted
     assert all(m.config is not None and not m.config.exact for m in layers)
+    assert all(m.state.dense_bytes == m.state.rows * m.in_features * 2 for m in layers)  # bf16 autocast ran
 
     resumed = transformers.Trainer(model=_compressed(), args=_args(tmp_path / "full"), train_dataset=_Tokens())
     resumed.train(resume_from_checkpoint=str(tmp_path / "full" / "checkpoint-2"))

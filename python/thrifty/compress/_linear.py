@@ -12,7 +12,10 @@ activation is never rebuilt. The basis, its refresh schedule and the byte budget
 residual density and bits) belong to the layer's :class:`~thrifty.compress._codec.LayerCodec`.
 
 ``thrifty::stac_linear`` is a ``torch.library.custom_op`` with a fake (meta) implementation and an autograd
-registration, so it works under ``torch.compile``, ``torch.utils.checkpoint`` and DDP. With ``exact=True``
+registration. The module calls ``thrifty::stac_layer``: the same computation with the layer's host-side policy
+(planning, basis refresh, step counting, the monitor) inside the op and the factors packed in one uint8 tensor,
+so a compiled model has one opaque call per layer and no graph break; it works under ``torch.utils.checkpoint``
+(a recomputed forward reuses the basis and rounding key), DDP and FSDP2 (rank 0's plan and basis are shared). With ``exact=True``
 the same path runs with ``U = I``, fp32 coefficients and no residual, which reproduces ``Gᵀ·X`` exactly.
 
 The gradient bridge: with ``Δ = ĝ − g = Gᵀ·E`` and ``ε = ‖Δ‖/‖g‖ < 1``, ``cos(ĝ, g) ≥ √(1 − ε²)``. Every
@@ -238,8 +241,10 @@ def _stac_layer_fake(x: Tensor, weight: Tensor, bias: Tensor | None, handle: int
         return y, x.new_empty((d, r), dtype=torch.float32), x.new_empty((nbytes,), dtype=torch.uint8)
     u = x.new_empty((d, cfg.rank), dtype=torch.float32)
     parts = _kernels.compress(x, u, coef=cfg.coef, block=cfg.block, k=cfg.k, bits=cfg.bits)
-    nbytes = sum(t.numel() * t.element_size() for t in parts)
-    return y, u, x.new_empty((nbytes,), dtype=torch.uint8)
+    size: Any = 0
+    for t in parts:
+        size = size + t.numel() * t.element_size()
+    return y, u, x.new_empty((size,), dtype=torch.uint8)
 
 
 @torch.library.custom_op("thrifty::stac_layer_grad_weight", mutates_args=())
@@ -519,7 +524,7 @@ class CompressedLinear(nn.Module):
         _LAYERS[self._handle] = self
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
+        super().__setstate__(state)  # type: ignore[no-untyped-call]
         self._register()
 
     # ---- checkpoints: the STAC-R state rides in the state_dict as one uint8 tensor (safetensors-friendly) ----
@@ -627,6 +632,7 @@ class CompressedLinear(nn.Module):
             y2d = self._planning_forward(x2d, weight, bias)
         else:
             y2d = stac_layer(x2d, weight, bias, self._handle)[0]  # one op: no graph break under torch.compile
+        assert isinstance(y2d, Tensor)
         return y2d.reshape(*lead, self.out_features)
 
     @torch.compiler.disable  # type: ignore[untyped-decorator]
