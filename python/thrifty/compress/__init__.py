@@ -10,8 +10,9 @@ sparse, quantized residual, and contracts the weight gradient straight from thos
 - Linear-like modules are wrapped alike: ``nn.Linear``, transformers' ``Conv1D`` (GPT-2's projections, weight
   stored ``(in, out)``), and any class given to :func:`register_linear` (how to read its weight, layout, bias
   and input).
-- :class:`CompressedLinear` is the wrapped layer (custom op ``thrifty::stac_linear``: works with autocast,
-  ``torch.compile``, ``torch.utils.checkpoint`` and DDP); ``exact=True`` reproduces the exact gradients.
+- :class:`CompressedLinear` is the wrapped layer (one custom op per layer, ``thrifty::stac_layer``: works with
+  autocast, ``torch.compile`` without graph breaks, ``torch.utils.checkpoint``, DDP and FSDP2, and its STAC-R
+  state rides in the ``state_dict``); ``exact=True`` reproduces the exact gradients.
 - :func:`compression_report` reads per layer stored vs dense bytes, rank, residual, captured energy and the
   gradient-error estimate ε with its cosine bound √(1−ε²).
 - :func:`predict` (the Saved-Surface Predictor) says before training, from one dry-run batch, how much of

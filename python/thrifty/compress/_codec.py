@@ -27,6 +27,7 @@ one at a refresh); it is reported separately as :attr:`LayerCodec.state_bytes`, 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -740,6 +741,36 @@ class LayerCodec:
             return
         total = float(x2d.to(torch.float32).square().sum())
         self._residual_share = _residual_energy(vals, scales, cfg.bits) / total if total > 0 else 0.0
+
+    # ---------------------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """What the codec has learnt from the batches it saw: the plan, the tracked basis, the step counter and
+        the last measurements - everything a resumed run needs to take the same next step. Plain Python values
+        and tensors (``torch.load(..., weights_only=True)`` reads them back)."""
+        cfg = self.config
+        return {
+            "config": None if cfg is None else dataclasses.asdict(cfg),
+            "u": None if self.u is None else self.u.detach().cpu(),
+            "step": self.step, "energy": self._energy, "residual_share": self._residual_share, "ref": self._ref,
+        }  # fmt: skip
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state` returned (the basis moves to the device at the next batch).
+
+        Raises
+        ------
+        ValueError when the state belongs to a layer of another width.
+        """
+        u = state["u"]
+        if u is not None and (u.dim() != 2 or u.shape[0] != self.d):
+            raise ValueError(f"state_dict: a STAC-R basis of shape {tuple(u.shape)} does not fit width d={self.d}")
+        self.config = None if state["config"] is None else LayerConfig(**state["config"])
+        self.u = None if u is None else u.to(torch.float32)
+        self.step = int(state["step"])
+        self._energy = float(state["energy"])
+        self._residual_share = float(state["residual_share"])
+        self._ref = None if state["ref"] is None else float(state["ref"])
+        self._proj = None
 
     # ---------------------------------------------------------------------------------------------
     @property

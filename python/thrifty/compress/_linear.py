@@ -12,7 +12,10 @@ activation is never rebuilt. The basis, its refresh schedule and the byte budget
 residual density and bits) belong to the layer's :class:`~thrifty.compress._codec.LayerCodec`.
 
 ``thrifty::stac_linear`` is a ``torch.library.custom_op`` with a fake (meta) implementation and an autograd
-registration, so it works under ``torch.compile``, ``torch.utils.checkpoint`` and DDP. With ``exact=True``
+registration. The module calls ``thrifty::stac_layer``: the same computation with the layer's host-side policy
+(planning, basis refresh, step counting, the monitor) inside the op and the factors packed in one uint8 tensor,
+so a compiled model has one opaque call per layer and no graph break; it works under ``torch.utils.checkpoint``
+(a recomputed forward reuses the basis and rounding key), DDP and FSDP2 (rank 0's plan and basis are shared). With ``exact=True``
 the same path runs with ``U = I``, fp32 coefficients and no residual, which reproduces ``Gᵀ·X`` exactly.
 
 The gradient bridge: with ``Δ = ĝ − g = Gᵀ·E`` and ``ε = ‖Δ‖/‖g‖ < 1``, ``cos(ĝ, g) ≥ √(1 − ε²)``. Every
@@ -23,7 +26,13 @@ measures ``ε`` on them in backward with one small GEMM ``G_sᵀ·[X_s | E_s]``
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import io
+import itertools
 import math
+import pickle
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +164,127 @@ stac_linear.register_autograd(_backward, setup_context=_setup_context)
 
 
 # --------------------------------------------------------------------------------------------------------
+# the layer op: one opaque call per CompressedLinear forward, the host-side policy inside it
+
+
+# live layers by handle: the ops below take the layer's handle (an int, so the schema stays plain) and run its
+# host-side policy (planning, basis refresh, step counting, accounting, the monitor) inside the op, where
+# torch.compile does not look - so a compiled model has no graph break at its compressed layers
+_LAYERS: weakref.WeakValueDictionary[int, CompressedLinear] = weakref.WeakValueDictionary()
+_HANDLES = itertools.count(1)
+
+
+def _layer(handle: int) -> CompressedLinear:
+    layer = _LAYERS.get(handle)
+    if layer is None:
+        raise RuntimeError(f"thrifty::stac_layer: no live CompressedLinear has handle {handle}")
+    return layer
+
+
+@functools.lru_cache(maxsize=256)
+def _factor_layout(n: int, d: int, cfg: LayerConfig) -> tuple[tuple[tuple[int, ...], torch.dtype], ...]:
+    """Shapes and dtypes of the packed factors ``(c, c_scale, vals, idx, scales)`` of ``n`` rows, in packing
+    order (larger elements first, so every part starts aligned for its dtype inside the uint8 buffer)."""
+    x = torch.empty((n, d), device="meta")
+    u = torch.empty((d, cfg.rank), device="meta")
+    parts = _kernels.compress(x, u, coef=cfg.coef, block=cfg.block, k=cfg.k, bits=cfg.bits)
+    return tuple((tuple(t.shape), t.dtype) for t in parts)
+
+
+def _packing_order(layout: tuple[tuple[tuple[int, ...], torch.dtype], ...]) -> list[int]:
+    return sorted(range(len(layout)), key=lambda i: -layout[i][1].itemsize)
+
+
+def _pack(parts: tuple[Tensor, ...]) -> Tensor:
+    """The factors in one uint8 tensor (their bytes, back to back: nothing added, so the meter counts alike)."""
+    order = _packing_order(tuple((tuple(t.shape), t.dtype) for t in parts))
+    return torch.cat([parts[i].contiguous().reshape(-1).view(torch.uint8) for i in order])
+
+
+def _unpack(packed: Tensor, n: int, d: int, cfg: LayerConfig) -> tuple[Tensor, ...]:
+    """Views of ``(c, c_scale, vals, idx, scales)`` into what :func:`_pack` made (no copy)."""
+    layout = _factor_layout(n, d, cfg)
+    parts: list[Tensor | None] = [None] * len(layout)
+    offset = 0
+    for i in _packing_order(layout):
+        shape, dtype = layout[i]
+        size = math.prod(shape) * dtype.itemsize
+        parts[i] = packed[offset : offset + size].view(dtype).reshape(shape)
+        offset += size
+    if offset != packed.numel():
+        raise RuntimeError(f"thrifty::stac_layer: {packed.numel()} packed bytes, the layout needs {offset}")
+    return tuple(t for t in parts if t is not None)
+
+
+@torch.library.custom_op("thrifty::stac_layer", mutates_args=())
+def stac_layer(x: Tensor, weight: Tensor, bias: Tensor | None, handle: int) -> tuple[Tensor, Tensor, Tensor]:
+    """One training forward of the :class:`CompressedLinear` with ``handle``: ``y = x·Wᵀ + b``, the basis ``u``
+    the factors were taken in, and the factors packed into one uint8 tensor (what backward keeps of ``x``).
+
+    ``x`` (n, d) and ``weight`` (m, d) in the compute dtype (autocast already applied); returns ``y`` (n, m) in
+    that dtype, ``u`` (d, r) float32 and the packed factors (their bytes, nothing added).
+    """
+    return _layer(handle)._encode(x, weight, bias)
+
+
+@stac_layer.register_fake
+def _stac_layer_fake(x: Tensor, weight: Tensor, bias: Tensor | None, handle: int) -> tuple[Tensor, Tensor, Tensor]:
+    layer = _layer(handle)
+    d = layer.in_features
+    if x.dim() != 2 or weight.dim() != 2 or weight.shape[1] != x.shape[1] or x.shape[1] != d:
+        raise ValueError(f"x: expected shape (n, {d}), got {tuple(x.shape)}")
+    y = x.new_empty((x.shape[0], weight.shape[0]))
+    cfg = layer.codec.config
+    if cfg is None:  # planned from the first batch at run time: sizes known only then
+        ctx = torch.library.get_ctx()
+        r, nbytes = ctx.new_dynamic_size(), ctx.new_dynamic_size()
+        return y, x.new_empty((d, r), dtype=torch.float32), x.new_empty((nbytes,), dtype=torch.uint8)
+    u = x.new_empty((d, cfg.rank), dtype=torch.float32)
+    parts = _kernels.compress(x, u, coef=cfg.coef, block=cfg.block, k=cfg.k, bits=cfg.bits)
+    size: Any = 0
+    for t in parts:
+        size = size + t.numel() * t.element_size()
+    return y, u, x.new_empty((size,), dtype=torch.uint8)
+
+
+@torch.library.custom_op("thrifty::stac_layer_grad_weight", mutates_args=())
+def stac_layer_grad_weight(grad_y: Tensor, u: Tensor, packed: Tensor, handle: int) -> Tensor:
+    """``grad_W`` (m, d) float32 of the layer with ``handle`` from its packed factors (and, when due, its
+    gradient-error monitor)."""
+    return _layer(handle)._grad_weight(grad_y, u, packed)
+
+
+@stac_layer_grad_weight.register_fake
+def _stac_layer_grad_weight_fake(grad_y: Tensor, u: Tensor, packed: Tensor, handle: int) -> Tensor:
+    return grad_y.new_empty((grad_y.shape[1], u.shape[0]), dtype=torch.float32)
+
+
+def _layer_setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, ...]) -> None:
+    _x, weight, bias, handle = inputs
+    _y, u, packed = output
+    ctx.save_for_backward(weight, u, packed)  # the factors, never x
+    ctx.handle = handle
+    ctx.bias_dtype = None if bias is None else bias.dtype
+    ctx.mark_non_differentiable(u, packed)
+
+
+def _layer_backward(ctx: Any, grad_y: Tensor, *_unused: Any) -> tuple[Tensor | None, ...]:
+    weight, u, packed = ctx.saved_tensors
+    grad_x = grad_w = grad_b = None
+    with torch.autocast(grad_y.device.type, enabled=False):  # a CPU backward may run inside the user's autocast
+        if ctx.needs_input_grad[0]:
+            grad_x = grad_y.mm(weight.to(grad_y.dtype))
+        if ctx.needs_input_grad[1]:
+            grad_w = stac_layer_grad_weight(grad_y, u, packed, ctx.handle).to(weight.dtype)
+        if ctx.bias_dtype is not None and ctx.needs_input_grad[2]:
+            grad_b = grad_y.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
+    return grad_x, grad_w, grad_b, None
+
+
+stac_layer.register_autograd(_layer_backward, setup_context=_layer_setup_context)
+
+
+# --------------------------------------------------------------------------------------------------------
 # the module
 
 
@@ -162,6 +292,33 @@ def _in_backward() -> bool:
     """True while autograd runs a backward pass (a checkpointed forward being recomputed)."""
     task_id = getattr(torch._C, "_current_graph_task_id", None)
     return task_id is not None and int(task_id()) != -1
+
+
+def _world() -> int:
+    """Processes in the default torch.distributed group (1 when it is not initialised)."""
+    dist = torch.distributed
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def _share_rank0_state(codec: LayerCodec) -> Tensor:
+    """Make a codec's plan and basis those of rank 0 (called on every rank when a basis was planned or refreshed).
+
+    Ranks see different shards of the batch, so each would plan and refresh a basis of its own: the layers
+    would drift apart and a checkpoint written by rank 0 would describe no other rank. The refresh schedule is
+    step-based and the step counters agree, so every rank calls this at the same steps (the collectives match).
+    """
+    dist = torch.distributed
+    plan: list[Any] = [codec.config]
+    dist.broadcast_object_list(plan, src=0)
+    assert codec.u is not None
+    u = codec.u
+    if plan[0] != codec.config:  # another layout on rank 0: take it; the basis comes with the broadcast
+        codec.config = plan[0]
+        u = torch.empty((codec.d, plan[0].rank), dtype=torch.float32, device=u.device)
+    u = u.clone()  # a new tensor on every rank: the refresh's X·U_new (rank 0's only) is not reused
+    dist.broadcast(u, src=0)
+    codec.u = u
+    return u
 
 
 @dataclass
@@ -257,10 +414,19 @@ class CompressedLinear(nn.Module):
     Input: any shape ``(..., in_features)``, float32 / bfloat16 / float16 on the weight's device; under
     ``torch.autocast`` the layer computes in the autocast dtype like ``nn.Linear``. Raises TypeError for a
     non-float input and ValueError for a wrong last dimension or an input on another device than the weight.
-    Under ``torch.compile`` the op is traced (fake registrations); the host-side policy (planning, refresh,
-    accounting, the monitor) runs eagerly around it, a graph break on each side (so no ``fullgraph=True``).
-    The ``state_dict`` holds only ``weight`` and ``bias`` (the keys of the wrapped Linear); the basis and
-    the plan are rebuilt from the first batch after loading.
+    Under ``torch.compile`` each layer is one opaque op, ``thrifty::stac_layer`` (fake and autograd
+    registrations; its backward another op, ``thrifty::stac_layer_grad_weight``): the host-side policy (planning,
+    refresh, accounting, the monitor) runs inside it, so a planned layer adds no graph break (``fullgraph=True``
+    works). The planning step (the first batch, unless ``stac_r(plan=...)`` planned it) runs eagerly, and the
+    graph is recompiled once with the plan's static factor sizes.
+    Under DDP or FSDP2 (``torch.distributed`` initialised, more than one process) each rank sees its own shard
+    of the batch; whenever a layer plans or refreshes its basis, rank 0's plan and basis are broadcast to the
+    others (one small collective per refresh), so every rank encodes alike and a checkpoint describes them all.
+    Before its first training step the ``state_dict`` holds only ``weight`` and ``bias`` (the keys of the wrapped
+    Linear). From then on it also holds ``_extra_state``: the STAC-R state (plan, tracked basis, step counters,
+    the monitor's generator) as one uint8 tensor, so a checkpoint (``torch.save``, safetensors, transformers'
+    ``Trainer``) resumes with the same next step. A state_dict without it loads too (also with ``strict=True``),
+    leaving the layer's STAC-R state as it is (a fresh layer plans from its next batch).
 
     Examples
     --------
@@ -347,6 +513,58 @@ class CompressedLinear(nn.Module):
         self.monitor_every = 16
         self.state = LayerState()
         self._sampler = torch.Generator().manual_seed(self.seed * 1_000_003 + layer_index)
+        self._owed_step = False  # the last forward ran without grad (reentrant checkpointing's first pass)
+        self._recomputing = False  # the current forward is a checkpointed rerun (no step, no accounting)
+        self._pending: tuple[tuple[int, int], Any] | None = None  # the monitor's sample, awaiting its gradient
+        self._register()
+
+    def _register(self) -> None:
+        """A handle of its own in the layer table the ops read (a copy or an unpickled layer gets a new one)."""
+        self._handle = next(_HANDLES)
+        _LAYERS[self._handle] = self
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)  # type: ignore[no-untyped-call]
+        self._register()
+
+    # ---- checkpoints: the STAC-R state rides in the state_dict as one uint8 tensor (safetensors-friendly) ----
+    def get_extra_state(self) -> Tensor:
+        """The layer's STAC-R state serialized into a uint8 tensor (see the Notes of the class)."""
+        state = {
+            "version": 1, "codec": self.codec.state(), "layer": dataclasses.asdict(self.state),
+            "sampler": self._sampler.get_state(),
+        }  # fmt: skip
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        return torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore what :meth:`get_extra_state` returned; ValueError for anything else."""
+        if not isinstance(state, Tensor) or state.dtype != torch.uint8 or state.dim() != 1:
+            raise ValueError("state_dict: '_extra_state' of a CompressedLinear must be the uint8 tensor it saved")
+        try:
+            data = torch.load(io.BytesIO(state.cpu().numpy().tobytes()), weights_only=True)
+            if data.get("version") != 1:
+                raise ValueError(f"unknown version {data.get('version')!r}")
+            self.codec.load_state(data["codec"])
+            self.state = LayerState(**data["layer"])
+            self._sampler.set_state(data["sampler"])
+        except (RuntimeError, KeyError, TypeError, AttributeError, EOFError, pickle.UnpicklingError) as exc:
+            raise ValueError(f"state_dict: unreadable STAC-R state in '_extra_state' ({exc})") from exc
+
+    def _save_to_state_dict(self, destination: Any, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        if self.state.step == 0:  # nothing learnt yet: the wrapped Linear's keys only
+            destination.pop(prefix + "_extra_state", None)
+
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: Any, strict: bool,
+                              missing_keys: list[str], unexpected_keys: list[str], error_msgs: list[str]) -> None:  # fmt: skip
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        key = prefix + "_extra_state"
+        if key in missing_keys:  # a plain Linear's checkpoint (or one saved before training): the state stays
+            missing_keys.remove(key)
 
     def extra_repr(self) -> str:
         mode = "exact" if self.exact else f"ratio={self.ratio:g}"
@@ -405,58 +623,97 @@ class CompressedLinear(nn.Module):
             )
         if x2d.shape[0] == 0 or not (torch.is_grad_enabled() and weight.requires_grad):
             # nothing to compress: no rows, or no weight gradient (inference, frozen weight) - which is the only
-            # consumer of the saved input; the policy (steps, refreshes) does not advance either
+            # consumer of the saved input; the policy (steps, refreshes) does not advance either. A no-grad
+            # forward of a trainable layer may be reentrant checkpointing's first pass: its recomputation in
+            # backward is then this batch's only compressed forward and takes the step (see _prepare)
+            self._owed_step = x2d.shape[0] > 0 and self._weight().requires_grad and not torch.is_grad_enabled()
             return F.linear(x2d, weight, bias).reshape(*lead, self.out_features)
-        with torch.autocast(dev, enabled=False):  # the basis, planning and factors stay in fp32
-            u, xu, seed = self._prepare(x2d.detach())
-            cfg = self.codec.config  # read here, not returned: torch.compile keeps these ints static
-            assert cfg is not None
-            out: tuple[Tensor, ...] = stac_linear(x2d, weight, bias, u, xu, cfg.coef, cfg.block, cfg.k, cfg.bits, cfg.stochastic, seed)
-        y2d = out[0]
-        self._observe(x2d.detach(), u, out, cfg)  # eager even under torch.compile (a graph break)
+        if self.codec.config is None:  # the first batch plans the layout: only then are the factor sizes known
+            y2d = self._planning_forward(x2d, weight, bias)
+        else:
+            y2d = stac_layer(x2d, weight, bias, self._handle)[0]  # one op: no graph break under torch.compile
+        assert isinstance(y2d, Tensor)
         return y2d.reshape(*lead, self.out_features)
 
     @torch.compiler.disable  # type: ignore[untyped-decorator]
+    def _planning_forward(self, x2d: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        """The planning step, eager even under torch.compile (the graph is recompiled once with the plan's
+        static sizes; a plan from :func:`~thrifty.compress.predict` or one eager step avoids the break)."""
+        y2d: Tensor = stac_layer(x2d, weight, bias, self._handle)[0]
+        return y2d
+
+    def _encode(self, x2d: Tensor, weight: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+        """The body of ``thrifty::stac_layer`` (eager, also under torch.compile): policy, encode, account."""
+        with torch.autocast(x2d.device.type, enabled=False):  # the basis, planning and factors stay in fp32
+            u, xu, seed = self._prepare(x2d)
+            cfg = self.codec.config
+            assert cfg is not None
+            y = F.linear(x2d, weight, bias)
+            parts = tuple(_kernels.compress(
+                x2d, u, coef=cfg.coef, block=cfg.block, k=cfg.k, bits=cfg.bits, stochastic=cfg.stochastic,
+                seed=seed, xu=xu,
+            ))  # fmt: skip
+            packed = _pack(parts)
+            if not self._recomputing:
+                self._account(x2d, parts)
+                if self._monitor_due():
+                    self._monitor(x2d, u, parts, cfg)
+        return y, u, packed
+
+    def _grad_weight(self, grad_y: Tensor, u: Tensor, packed: Tensor) -> Tensor:
+        """The body of ``thrifty::stac_layer_grad_weight``: ``Gᵀ·X̂`` from the packed factors (+ the monitor)."""
+        cfg = self.codec.config
+        assert cfg is not None
+        n = grad_y.shape[0]
+        c, c_scale, vals, idx, scales = _unpack(packed, n, self.in_features, cfg)
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == (u.data_ptr(), n):
+            pending[1](grad_y)  # the monitored forward's gradient arrived
+        else:
+            self._pending = pending  # another forward's backward (the monitored one is still to come)
+        return _kernels.grad_weight(
+            grad_y, u, c, c_scale, vals, idx, scales, d=self.in_features, block=cfg.block, bits=cfg.bits
+        )
+
     def _prepare(self, x2d: Tensor) -> tuple[Tensor, Tensor | None, int]:
         """Basis, reusable projection ``x·u`` and rounding key for this batch.
 
-        Host-side policy (planning, refresh schedule, step counting): runs eagerly even under torch.compile.
+        Host-side policy (planning, refresh schedule, step counting), run inside ``thrifty::stac_layer``.
         A forward rerun inside backward (``torch.utils.checkpoint``) reuses the current basis without
         counting a step or refreshing, so the recomputed factors use the same basis and rounding key.
         """
         codec = self.codec
-        recompute = _in_backward()
+        # a rerun inside backward repeats a forward that already took its step - unless that forward ran
+        # without grad (reentrant checkpointing), in which case this is the batch's step
+        recompute = _in_backward() and not self._owed_step
+        self._owed_step = False
+        self._recomputing = recompute
+        before = (codec.config, codec.u)
         u = codec.basis_for(x2d, advance=not recompute)
+        if not recompute and (codec.config is not before[0] or codec.u is not before[1]) and _world() > 1:
+            u = _share_rank0_state(codec)  # DDP/FSDP: every rank encodes with rank 0's plan and basis
         xu = codec.projection_for(x2d, u)  # X·U_new from this batch's refresh: saves the encoder's GEMM
         if not recompute:
             self.state.step += 1
         seed = codec.rounding_seed() if codec.stochastic else 0
         return u, xu, seed
 
-    @torch.compiler.disable  # type: ignore[untyped-decorator]
-    def _observe(self, x2d: Tensor, u: Tensor, out: tuple[Tensor, ...], cfg: LayerConfig) -> None:
-        """Byte accounting and, when due, the gradient-error monitor (eager, skipped in recomputations)."""
-        if _in_backward():
-            return
-        self._account(x2d, out)
-        if out[0].requires_grad and self._monitor_due():
-            self._monitor(x2d, u, out, cfg)
-
-    def _account(self, x2d: Tensor, out: tuple[Tensor, ...]) -> None:
+    def _account(self, x2d: Tensor, parts: tuple[Tensor, ...]) -> None:
         st = self.state
         st.rows = int(x2d.shape[0])
         st.dense_bytes = st.rows * self.in_features * x2d.element_size()
-        st.stored_bytes = sum(int(t.numel()) * t.element_size() for t in out[1:])
+        st.stored_bytes = sum(int(t.numel()) * t.element_size() for t in parts)
 
     def _monitor_due(self) -> bool:
         return self.monitor_rows > 0 and self.monitor_every > 0 and (self.state.step - 1) % self.monitor_every == 0
 
-    def _monitor(self, x2d: Tensor, u: Tensor, out: tuple[Tensor, ...], cfg: LayerConfig) -> None:
-        """Keep ``s`` sampled rows of X and E = X − X̂; measure ε on them when the output's gradient arrives."""
+    def _monitor(self, x2d: Tensor, u: Tensor, parts: tuple[Tensor, ...], cfg: LayerConfig) -> None:
+        """Keep ``s`` sampled rows of X and E = X − X̂; measure ε on them when the output's gradient arrives
+        (in ``thrifty::stac_layer_grad_weight``)."""
         n, d = x2d.shape
         s = min(self.monitor_rows, n)
         rows = torch.randperm(n, generator=self._sampler)[:s].to(x2d.device)
-        _y, c, c_scale, vals, idx, scales = out
+        c, c_scale, vals, idx, scales = parts
         dev = x2d.device.type
         with torch.no_grad(), torch.autocast(dev, enabled=False):
             xs = x2d.index_select(0, rows).to(torch.float32)
@@ -474,7 +731,7 @@ class CompressedLinear(nn.Module):
         step = state.step
         both = torch.cat([xs, es], dim=1).to(torch.float64)
 
-        def hook(grad: Tensor) -> None:
+        def measure(grad: Tensor) -> None:
             with torch.no_grad(), torch.autocast(dev, enabled=False):
                 gs = grad.detach().index_select(0, rows).to(torch.float64)
                 prod = gs.t() @ both  # one small GEMM: [G_sᵀX_s | G_sᵀE_s] (float64: ε and cos to ~1e-15)
@@ -491,5 +748,5 @@ class CompressedLinear(nn.Module):
                 state.rel_error = float(rel)
                 state.eps_step = step
 
-        out[0].register_hook(hook)  # type: ignore[no-untyped-call]
+        self._pending = ((u.data_ptr(), n), measure)
 
