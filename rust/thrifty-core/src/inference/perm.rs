@@ -196,15 +196,14 @@ fn col(m: &Mat<f64>, b: usize) -> Vec<f64> {
 /// Orthonormalise column b of `v` against the same column of every matrix in `prev` (twice, for
 /// stability); returns false when the column vanishes.
 fn orth_column(v: &mut Mat<f64>, prev: &[Mat<f64>], b: usize) -> bool {
-    let n = v.nrows();
-    let mut x = col(v, b);
+    let mut x = v.col_as_slice(b).to_vec();
     let n0 = dot(&x, &x).sqrt();
     for _ in 0..2 {
         for pm in prev {
-            let q = col(pm, b);
-            let c = dot(&q, &x);
-            for i in 0..n {
-                x[i] -= c * q[i];
+            let q = pm.col_as_slice(b);
+            let c = dot(q, &x);
+            for (xi, &qi) in x.iter_mut().zip(q) {
+                *xi -= c * qi;
             }
         }
     }
@@ -212,8 +211,8 @@ fn orth_column(v: &mut Mat<f64>, prev: &[Mat<f64>], b: usize) -> bool {
     if !(nrm > 1e-10 * n0) || nrm == 0.0 {
         return false;
     }
-    for i in 0..n {
-        v[(i, b)] = x[i] / nrm;
+    for (o, &xi) in v.col_as_slice_mut(b).iter_mut().zip(&x) {
+        *o = xi / nrm;
     }
     true
 }
@@ -331,12 +330,15 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
                 if !alive[b] {
                     continue;
                 }
-                let st: Vec<Vec<f64>> = s_tr.iter().map(|m| col(m, b)).collect();
-                match ols(&st, &col(&y0, b)) {
+                let st: Vec<Vec<f64>> = s_tr.iter().map(|m| m.col_as_slice(b).to_vec()).collect();
+                match ols(&st, y0.col_as_slice(b)) {
                     None => alive[b] = false,
                     Some(beta) => {
-                        for i in 0..n_tr {
-                            coef[(i, b)] = (0..k).map(|a| beta[a] * vs[a][(i, b)]).sum();
+                        let cb = coef.col_as_slice_mut(b);
+                        for (va, &ba) in vs.iter().zip(&beta) {
+                            for (o, &vi) in cb.iter_mut().zip(va.col_as_slice(b)) {
+                                *o += ba * vi;
+                            }
                         }
                     }
                 }
@@ -349,7 +351,7 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
                 } else if !alive[b] {
                     out.push(RANK_DEFICIENT);
                 } else {
-                    out.push(wcorr(&col(&pred, b), &test_response(prep, &chunk[b]), &prep.w_te));
+                    out.push(wcorr(pred.col_as_slice(b), &test_response(prep, &chunk[b]), &prep.w_te));
                 }
             }
         }
