@@ -196,15 +196,14 @@ fn col(m: &Mat<f64>, b: usize) -> Vec<f64> {
 /// Orthonormalise column b of `v` against the same column of every matrix in `prev` (twice, for
 /// stability); returns false when the column vanishes.
 fn orth_column(v: &mut Mat<f64>, prev: &[Mat<f64>], b: usize) -> bool {
-    let n = v.nrows();
-    let mut x = col(v, b);
+    let mut x = v.col_as_slice(b).to_vec();
     let n0 = dot(&x, &x).sqrt();
     for _ in 0..2 {
         for pm in prev {
-            let q = col(pm, b);
-            let c = dot(&q, &x);
-            for i in 0..n {
-                x[i] -= c * q[i];
+            let q = pm.col_as_slice(b);
+            let c = dot(q, &x);
+            for (xi, &qi) in x.iter_mut().zip(q) {
+                *xi -= c * qi;
             }
         }
     }
@@ -212,10 +211,34 @@ fn orth_column(v: &mut Mat<f64>, prev: &[Mat<f64>], b: usize) -> bool {
     if !(nrm > 1e-10 * n0) || nrm == 0.0 {
         return false;
     }
-    for i in 0..n {
-        v[(i, b)] = x[i] / nrm;
+    for (o, &xi) in v.col_as_slice_mut(b).iter_mut().zip(&x) {
+        *o = xi / nrm;
     }
     true
+}
+
+/// X Xᵀ with only the lower triangle multiplied (faer's triangular product), mirrored to the upper.
+fn gram_lower_mirrored(x: MatRef<'_, f64>) -> Mat<f64> {
+    use faer::linalg::matmul::triangular::{matmul as tri_matmul, BlockStructure};
+    let n = x.nrows();
+    let mut g = Mat::<f64>::zeros(n, n);
+    tri_matmul(
+        g.as_mut(),
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        x,
+        BlockStructure::Rectangular,
+        x.transpose(),
+        BlockStructure::Rectangular,
+        1.0,
+        Par::Seq,
+    );
+    for j in 1..n {
+        for i in 0..j {
+            g[(i, j)] = g[(j, i)];
+        }
+    }
+    g
 }
 
 /// PLS null r via Gram blocks (see the module docs).
@@ -268,20 +291,18 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
             }
         }
     } else if cost_n <= cost_p {
+        // k > 1: K̃ is symmetric, so only its lower triangle is formed (half the flops), and the test
+        // scores enter only through the OLS prediction Σ_a β_a K̃_te v_a = K̃_te (Σ_a β_a v_a): β is
+        // solved on the train side first and one K̃_te product per block gives every prediction
         let mut kte = Mat::<f64>::zeros(n_te, n_tr);
         gemm(kte.as_mut(), xte, xtr.transpose());
-        let mut ktr = Mat::<f64>::zeros(0, 0);
-        if k > 1 {
-            ktr = Mat::<f64>::zeros(n_tr, n_tr);
-            gemm(ktr.as_mut(), xtr, xtr.transpose());
-        }
+        let ktr = gram_lower_mirrored(xtr);
         for chunk in ys.chunks(BLOCK) {
             let (y0, ok) = response_block(prep, chunk);
             let c = chunk.len();
             let mut alive = ok.clone();
             let mut vs: Vec<Mat<f64>> = Vec::with_capacity(k);
             let mut s_tr: Vec<Mat<f64>> = Vec::with_capacity(k);
-            let mut s_te: Vec<Mat<f64>> = Vec::with_capacity(k);
             let mut v = y0.clone();
             for b in 0..c {
                 if alive[b] && !orth_column(&mut v, &[], b) {
@@ -289,50 +310,49 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
                 }
             }
             for a in 0..k {
-                let mut ste = Mat::<f64>::zeros(n_te, c);
-                gemm(ste.as_mut(), kte.as_ref(), v.as_ref());
-                s_te.push(ste);
-                if k > 1 {
-                    let mut u = Mat::<f64>::zeros(n_tr, c);
-                    gemm(u.as_mut(), ktr.as_ref(), v.as_ref());
-                    vs.push(v);
-                    if a + 1 < k {
-                        let mut next = u.clone();
-                        for b in 0..c {
-                            if alive[b] && !orth_column(&mut next, &vs, b) {
-                                alive[b] = false;
+                let cur = std::mem::replace(&mut v, Mat::<f64>::zeros(0, 0));
+                let mut u = Mat::<f64>::zeros(n_tr, c);
+                gemm(u.as_mut(), ktr.as_ref(), cur.as_ref());
+                vs.push(cur);
+                if a + 1 < k {
+                    let mut next = u.clone();
+                    for b in 0..c {
+                        if alive[b] && !orth_column(&mut next, &vs, b) {
+                            alive[b] = false;
+                        }
+                    }
+                    v = next;
+                }
+                s_tr.push(u);
+            }
+            let mut coef = Mat::<f64>::zeros(n_tr, c);
+            for b in 0..c {
+                if !alive[b] {
+                    continue;
+                }
+                let st: Vec<Vec<f64>> = s_tr.iter().map(|m| m.col_as_slice(b).to_vec()).collect();
+                match ols(&st, y0.col_as_slice(b)) {
+                    None => alive[b] = false,
+                    Some(beta) => {
+                        let cb = coef.col_as_slice_mut(b);
+                        for (va, &ba) in vs.iter().zip(&beta) {
+                            for (o, &vi) in cb.iter_mut().zip(va.col_as_slice(b)) {
+                                *o += ba * vi;
                             }
                         }
-                        v = next;
-                    } else {
-                        v = Mat::<f64>::zeros(0, 0);
                     }
-                    s_tr.push(u);
                 }
             }
+            let mut pred = Mat::<f64>::zeros(n_te, c);
+            gemm(pred.as_mut(), kte.as_ref(), coef.as_ref());
             for b in 0..c {
-                let yte = test_response(prep, &chunk[b]);
                 if !ok[b] {
                     out.push(f64::NAN);
-                    continue;
-                }
-                if !alive[b] {
+                } else if !alive[b] {
                     out.push(RANK_DEFICIENT);
-                    continue;
-                }
-                let pred: Vec<f64> = if k == 1 {
-                    col(&s_te[0], b)
                 } else {
-                    let st: Vec<Vec<f64>> = s_tr.iter().map(|m| col(m, b)).collect();
-                    match ols(&st, &col(&y0, b)) {
-                        None => {
-                            out.push(RANK_DEFICIENT);
-                            continue;
-                        }
-                        Some(beta) => (0..n_te).map(|i| (0..k).map(|a| beta[a] * s_te[a][(i, b)]).sum()).collect(),
-                    }
-                };
-                out.push(wcorr(&pred, &yte, &prep.w_te));
+                    out.push(wcorr(pred.col_as_slice(b), &test_response(prep, &chunk[b]), &prep.w_te));
+                }
             }
         }
     } else {
