@@ -72,24 +72,34 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--width", type=int, default=512, help="model width (the target is stated for >= 512)")
+    ap.add_argument("--layers", type=int, default=6, help="number of blocks (the target is stated for >= 6)")
     ap.add_argument("--plain-head", action="store_true", help="leave lm_head (tied to the embedding) uncompressed")
     ap.add_argument("--stochastic", action="store_true", help="stac_r(stochastic=True): the unbiased estimator")
+    ap.add_argument("--baseline-only", action="store_true", help="run only the uncompressed run, print its held-out loss")
+    ap.add_argument("--compute-budget", type=float, default=None,
+                    help="stac_r(compute_budget=...): the rank cap as a fraction of out_features (inf = bytes only)")
     ap.add_argument("--baseline-loss", type=float, help="the uncompressed run's held-out loss from an earlier run with "
                     "the same arguments (deterministic on one thread): skips that run")
     args = ap.parse_args()
-    width, layers = (64, 2) if args.smoke else (512, 6)
+    width, layers = (64, 2) if args.smoke else (args.width, args.layers)
     torch.manual_seed(0)
     data = stdlib_text(4_000_000 if not args.smoke else 200_000)
     split = int(0.95 * data.numel())
     base = make_model(width, layers, max(1, width // 64), args.seq)
     select = (lambda name, m: name != "lm_head" and isinstance(m, (nn.Linear, Conv1D))) if args.plain_head else None
-    comp = stac_r(copy.deepcopy(base), ratio=8.0, layers=select, stochastic=args.stochastic)
+    comp = stac_r(copy.deepcopy(base), ratio=8.0, layers=select, stochastic=args.stochastic,
+                 compute_budget=args.compute_budget)
     print(f"GPT2LMHeadModel width {width}, {layers} layers; {args.steps} steps of {args.batch} x {args.seq} tokens",
           flush=True)  # fmt: skip
-    print(f"stac_r: lm_head {'plain' if args.plain_head else 'compressed'}, stochastic={args.stochastic}", flush=True)
+    print(f"stac_r: lm_head {'plain' if args.plain_head else 'compressed'}, stochastic={args.stochastic}, "
+          f"compute_budget={args.compute_budget}", flush=True)
     if args.baseline_loss is None:
         print("uncompressed run:", flush=True)
         train(base, data[:split], args, None)
+        if args.baseline_only:
+            print(f"held-out loss uncompressed {held_out_loss(base, data[split:], args):.4f}", flush=True)
+            return
     print("stac_r ratio 8 run:", flush=True)
     cos = train(comp, data[:split], args, args.every)
     early = [c for s, c in cos if s <= max(1, args.steps // 10)]
