@@ -197,7 +197,9 @@ mod x86 {
         for j in 0..full / 2 {
             for r in 0..R {
                 chunk::<T, K>(rp.add(r * p), zp, p, 16 * j, &mut acc[r], &mut d[r]);
-                chunk::<T, K>(rp.add(r * p), zp, p, 16 * j + 8, &mut acc[r], &mut e[r]);
+                // With K > 2 a second set would not fit in the 16 registers: one chain then.
+                let odd = if K <= 2 { &mut e[r] } else { &mut d[r] };
+                chunk::<T, K>(rp.add(r * p), zp, p, 16 * j + 8, &mut acc[r], odd);
             }
         }
         if full % 2 == 1 {
