@@ -1,7 +1,8 @@
 """thrifty.dpp against DPPy, in one run, plus the variance-reduction table and the digits SGD example.
 
 Run: ``.venv/bin/python benches/compare_dpp.py`` (needs ``pip install dppy`` for the DPPy rows).
-Options: ``--quick`` uses smaller sizes for a smoke test (the acceptance figures need the default).
+Options: ``--quick`` uses smaller sizes for a smoke test (the acceptance figures need the default);
+``--only projection`` runs section [1] alone.
 
 Prints, for each acceptance target of issue 4:
 - one exact projection sample at N=1e5, p=100: thrifty vs DPPy's default exact sampler
@@ -318,9 +319,16 @@ def kde_and_minibatches() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    ap.add_argument(
+        "--only",
+        choices=("projection",),
+        help="run one section only: 'projection' is section [1] (the one-off path, issues 10 and 21)",
+    )
     args = ap.parse_args()
     q = args.quick
     projection_vs_dppy(10_000 if q else 100_000, 100)
+    if args.only == "projection":
+        return
     large_projection(100_000 if q else 1_000_000, 100)
     greedy(2000 if q else 10_000, 100, 500 if q else 2000, 50)
     variance_table(20_000, 256 if q else 1024)

@@ -57,11 +57,16 @@ impl GuideTable {
         let last = w.iter().rposition(|&x| x > 0.0).unwrap_or(n - 1);
         let buckets = n.div_ceil(PER_BUCKET);
         let scale = buckets as f64 / acc;
-        // bucket(cum[i]) is non-decreasing in i, so each start is a binary search.
-        let guide = crate::alloc::try_collect(
-            "the proposal table's buckets",
-            (0..buckets + 1).map(|b| cum.partition_point(|&c| Self::bucket(c, scale, buckets) < b)),
-        )?;
+        // bucket(cum[i]) is non-decreasing in i, so guide[b] (the number of items in buckets below
+        // b) comes from one merge of the items with the bucket boundaries: O(n + buckets).
+        let mut guide = crate::alloc::try_with_capacity("the proposal table's buckets", buckets + 1)?;
+        let mut i = 0;
+        for b in 0..buckets + 1 {
+            while i < n && Self::bucket(cum[i], scale, buckets) < b {
+                i += 1;
+            }
+            guide.push(i);
+        }
         Ok(GuideTable { cum, guide, scale, buckets, last })
     }
 
