@@ -154,6 +154,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=("spls", "plssvd", "select", "stability"), default=None,
+                    help="run only this section")
     args = ap.parse_args()
     os.environ["RAYON_NUM_THREADS"] = "1"
     import plskit
@@ -162,10 +164,11 @@ def main() -> int:
 
     warnings.simplefilter("ignore", GateWarning)
     reps = 40 if args.quick else args.reps
-    spls_rows(plskit, reps)
-    plssvd_rows(plskit, reps)
-    select_rows(plskit, reps // 2)
-    stability_rows(plskit)
+    sections = {"spls": lambda: spls_rows(plskit, reps), "plssvd": lambda: plssvd_rows(plskit, reps),
+                "select": lambda: select_rows(plskit, reps // 2), "stability": lambda: stability_rows(plskit)}
+    for name, run in sections.items():
+        if args.only is None or args.only == name:
+            run()
     return 0
 
 

@@ -116,14 +116,76 @@ fn cross(xp: &Prepared, yp: &Prepared) -> Vec<f64> {
 /// covariance between the train blocks, or a constant held-out score).
 fn split_stat(xp: &Prepared, yp: &Prepared) -> Result<f64> {
     let c = cross(xp, yp);
-    let (u, v, s) = top_pairs(&c, xp.p, yp.p, 1)?;
+    stat_from_cross(&c, &xp.xs_te, &yp.xs_te, xp.p, yp.p, &xp.w_te)
+}
+
+/// The split statistic from the train cross matrix `c` (p×q row-major) and the standardised test
+/// rows of both blocks (shared by the observed and the permutation paths).
+fn stat_from_cross(c: &[f64], xte: &[f64], yte: &[f64], p: usize, q: usize, w_te: &[f64]) -> Result<f64> {
+    let (u, v, s) = top_pairs(c, p, q, 1)?;
     let cmax = c.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     if s.is_empty() || !(s[0] > 1e-12 * cmax) || s[0] == 0.0 {
         return Ok(f64::NAN);
     }
-    let a = x_v(&xp.xs_te, xp.n_te, xp.p, &u[0]);
-    let b = x_v(&yp.xs_te, yp.n_te, yp.p, &v[0]);
-    Ok(wcorr(&a, &b, &xp.w_te))
+    let n_te = w_te.len();
+    let a = x_v(xte, n_te, p, &u[0]);
+    let b = x_v(yte, n_te, q, &v[0]);
+    Ok(wcorr(&a, &b, w_te))
+}
+
+/// Permutations per batched cross-matrix GEMM (bounds the scratch to n_tr·q·BATCH values and sets
+/// how often the cancel flag is read).
+const BATCH: usize = 64;
+
+/// Standardise the rows `rows` of the (already permuted, unweighted) Y with the moments of its
+/// train rows, exactly as [`prepare`] does for unit weights: the train part is written into column
+/// block `col0 .. col0 + q` of the column-major n_tr×ld matrix `tr`, the test part row-major into `te`.
+#[allow(clippy::too_many_arguments)]
+fn standardise_y(
+    y: &[f64],
+    q: usize,
+    train: &[usize],
+    test: &[usize],
+    tr: &mut [f64],
+    n_tr: usize,
+    col0: usize,
+    te: &mut [f64],
+) {
+    let shift = &y[train[0] * q..(train[0] + 1) * q];
+    let mut s1 = [0.0f64; 16];
+    let mut s2 = [0.0f64; 16];
+    let (mut v1, mut v2);
+    let (s1, s2): (&mut [f64], &mut [f64]) = if q <= 16 {
+        (&mut s1[..q], &mut s2[..q])
+    } else {
+        v1 = vec![0.0; q];
+        v2 = vec![0.0; q];
+        (&mut v1[..], &mut v2[..])
+    };
+    for &i in train {
+        let row = &y[i * q..(i + 1) * q];
+        for j in 0..q {
+            let d = row[j] - shift[j];
+            s1[j] += 1.0 * d;
+            s2[j] += 1.0 * d * d;
+        }
+    }
+    let sw_total: f64 = train.iter().map(|_| 1.0).sum();
+    let inv = if sw_total > 0.0 { 1.0 / sw_total } else { 0.0 };
+    for j in 0..q {
+        let dm = s1[j] * inv;
+        let mean = shift[j] + dm;
+        let sd = (s2[j] * inv - dm * dm).max(0.0).sqrt();
+        let scale = if crate::inference::fit::is_constant(mean, sd) { f64::INFINITY } else { sd };
+        let is = 1.0 / scale;
+        let col = &mut tr[(col0 + j) * n_tr..(col0 + j + 1) * n_tr];
+        for (o, &i) in col.iter_mut().zip(train) {
+            *o = 1.0 * ((y[i * q + j] - mean) * is);
+        }
+        for (a, &i) in test.iter().enumerate() {
+            te[a * q + j] = (y[i * q + j] - mean) * is;
+        }
+    }
 }
 
 /// Rows of Y reordered by `perm` (row i of the result is row perm[i] of Y).
@@ -161,20 +223,46 @@ pub fn permutation_null(
         .into_par_iter()
         .map(|b| permuted_rows(bl.y, bl.q, &permutation(bl.n, seed, start + b as u64)))
         .collect();
-    // per split: X prepared once, every permuted Y against it
+    // per split: X prepared once; the permuted Y blocks standardised in batches and all their train
+    // cross matrices X̃_trᵀ[Ỹ_π1 … Ỹ_πB] formed by one GEMM per batch (the same statistic as
+    // `split_stat` on `prepare`d permuted blocks, up to the summation order of the cross products)
+    let q = bl.q;
     let per_split: Vec<Vec<f64>> = splits
         .par_iter()
         .map(|s| {
+            use faer::linalg::matmul::matmul;
+            use faer::{Accum, Mat, MatRef, Par};
             let xp = prepare(&dx, &s.train, &s.test, true);
-            ys.iter()
-                .map(|y| {
-                    if cancel.load(Ordering::Relaxed) {
-                        return Err(ThriftyError::Interrupted);
+            let (n_tr, n_te, p) = (xp.n_tr, xp.n_te, xp.p);
+            let xm = crate::linalg::view(&xp.xs_tr, n_tr, p);
+            let nb = BATCH.min(count.max(1));
+            let mut ytr = vec![0.0; n_tr * q * nb];
+            let mut yte = vec![0.0; n_te * q * nb];
+            let mut cm = Mat::<f64>::zeros(p, q * nb);
+            let mut c = vec![0.0; p * q];
+            let mut out = Vec::with_capacity(count);
+            for b0 in (0..count).step_by(nb) {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(ThriftyError::Interrupted);
+                }
+                let m = nb.min(count - b0);
+                for k in 0..m {
+                    let te = &mut yte[k * n_te * q..(k + 1) * n_te * q];
+                    standardise_y(&ys[b0 + k], q, &s.train, &s.test, &mut ytr, n_tr, k * q, te);
+                }
+                let ym = MatRef::from_column_major_slice(&ytr[..n_tr * q * m], n_tr, q * m);
+                matmul(cm.as_mut().subcols_mut(0, q * m), Accum::Replace, xm.transpose(), ym, 1.0, Par::Seq);
+                for k in 0..m {
+                    for i in 0..p {
+                        for j in 0..q {
+                            c[i * q + j] = cm[(i, k * q + j)];
+                        }
                     }
-                    let dy = Data { x: y, n: bl.n, p: bl.q, y: &[], w: None };
-                    split_stat(&xp, &prepare(&dy, &s.train, &s.test, true))
-                })
-                .collect()
+                    let te = &yte[k * n_te * q..(k + 1) * n_te * q];
+                    out.push(stat_from_cross(&c, &xp.xs_te, te, p, q, &xp.w_te)?);
+                }
+            }
+            Ok(out)
         })
         .collect::<Result<_>>()?;
     Ok((0..count).map(|b| mean_z_defined(per_split.iter().map(|r| r[b]))).collect())
@@ -244,6 +332,61 @@ mod tests {
         for i in 0..3 {
             assert!((v2[0][i] - sign * a[i]).abs() < 1e-12);
         }
+    }
+
+    /// The straightforward null: every permuted Y `prepare`d and refit by `split_stat`.
+    fn slow_null(bl: &Blocks<'_>, splits: &[Split], seed: u64, count: usize) -> Vec<f64> {
+        let dx = bl.block(false);
+        (0..count)
+            .map(|b| {
+                let y = permuted_rows(bl.y, bl.q, &permutation(bl.n, seed, b as u64));
+                let dy = Data { x: &y, n: bl.n, p: bl.q, y: &[], w: None };
+                mean_z_defined(splits.iter().map(|s| {
+                    split_stat(&prepare(&dx, &s.train, &s.test, true), &prepare(&dy, &s.train, &s.test, true)).unwrap()
+                }))
+            })
+            .collect()
+    }
+
+    fn lcg(state: &mut u64) -> f64 {
+        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((*state >> 11) as f64) / ((1u64 << 53) as f64) - 0.5
+    }
+
+    #[test]
+    fn fast_null_matches_the_straightforward_refit() {
+        // both orientations (q < p, q > p), a constant Y column, a shared factor, and a batch tail
+        for (seed, n, p, q, count) in [(1u64, 40, 8, 3, 70), (2, 33, 3, 6, 9), (3, 50, 12, 4, 130), (4, 24, 5, 5, 1)] {
+            let mut st = seed;
+            let x: Vec<f64> = (0..n * p).map(|_| lcg(&mut st)).collect();
+            let mut y: Vec<f64> = (0..n * q).map(|_| lcg(&mut st)).collect();
+            for i in 0..n {
+                y[i * q] += 0.7 * x[i * p]; // some signal
+                if seed == 3 {
+                    y[i * q + 1] = 2.5; // constant column drops out
+                }
+            }
+            let bl = Blocks::new(&x, &y, n, p, q).unwrap();
+            let splits = crate::inference::splits::draw_splits(n, 1, 7, seed).unwrap();
+            let fast = permutation_null(&bl, &splits, seed, 0, count, &AtomicBool::new(false)).unwrap();
+            let slow = slow_null(&bl, &splits, seed, count);
+            assert_eq!(fast.len(), count);
+            for (a, b) in fast.iter().zip(&slow) {
+                assert!(a.is_nan() == b.is_nan(), "NaN rule differs: {a} vs {b}");
+                if !a.is_nan() {
+                    assert!((a - b).abs() <= 1e-10, "seed {seed}: {a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fast_null_is_cancellable() {
+        let x = vec![0.0; 60];
+        let bl = Blocks::new(&x, &x, 20, 3, 3).unwrap();
+        let splits = crate::inference::splits::draw_splits(20, 1, 3, 0).unwrap();
+        let r = permutation_null(&bl, &splits, 0, 0, 10, &AtomicBool::new(true));
+        assert!(matches!(r, Err(ThriftyError::Interrupted)));
     }
 
     #[test]
