@@ -74,11 +74,19 @@ pub fn try_buffer(what: &'static str, req: StackReq) -> Result<MemBuffer> {
 /// under the address-space limit (`RLIMIT_AS`) and the machine's memory plus swap. Read from
 /// `/proc` (Linux); elsewhere only the allocator decides.
 pub fn ensure_fits(what: &'static str, bytes: f64) -> Result<()> {
+    // a small request is left to the fallible allocation that follows it: reading /proc costs tens of
+    // µs, which would dominate small calls made many times (per-split eigensolves of q×q Grams)
+    if bytes < SMALL_REQUEST_BYTES {
+        return Ok(());
+    }
     match room() {
         Some(room) if bytes > room => Err(out_of_memory(what, bytes)),
         _ => Ok(()),
     }
 }
+
+/// Requests below this many bytes skip [`ensure_fits`]'s reading of `/proc`.
+const SMALL_REQUEST_BYTES: f64 = (1u64 << 20) as f64;
 
 /// Bytes this process can still allocate, as far as `/proc` tells (None when it does not).
 fn room() -> Option<f64> {

@@ -60,11 +60,7 @@ pub fn sym_eigen(a: &[f64], n: usize, cancel: &AtomicBool) -> crate::Result<(Vec
     };
     let scratch = evd::self_adjoint_evd_scratch::<f64>(n, ComputeEigenvectors::Yes, par, Default::default());
     let what = "the eigendecomposition (3 n × n matrices and a workspace)";
-    // a tiny matrix (a few KiB) skips the memory check: it reads /proc, which would dominate
-    // per-split eigensolves of small Gram matrices (the decomposition itself is the same)
-    if n > 32 {
-        ensure_fits(what, 24.0 * (n as f64).powi(2) + scratch.size_bytes() as f64)?;
-    }
+    ensure_fits(what, 24.0 * (n as f64).powi(2) + scratch.size_bytes() as f64)?;
     let mut m = try_mat("a copy of the kernel for its eigendecomposition", n, n)?;
     for i in 0..n {
         for j in 0..=i {

@@ -152,26 +152,17 @@ fn standardise_y(
     te: &mut [f64],
 ) {
     let shift = &y[train[0] * q..(train[0] + 1) * q];
-    let mut s1 = [0.0f64; 16];
-    let mut s2 = [0.0f64; 16];
-    let (mut v1, mut v2);
-    let (s1, s2): (&mut [f64], &mut [f64]) = if q <= 16 {
-        (&mut s1[..q], &mut s2[..q])
-    } else {
-        v1 = vec![0.0; q];
-        v2 = vec![0.0; q];
-        (&mut v1[..], &mut v2[..])
-    };
+    let (mut s1, mut s2) = (vec![0.0f64; q], vec![0.0f64; q]);
     for &i in train {
         let row = &y[i * q..(i + 1) * q];
         for j in 0..q {
             let d = row[j] - shift[j];
-            s1[j] += 1.0 * d;
-            s2[j] += 1.0 * d * d;
+            s1[j] += d;
+            s2[j] += d * d;
         }
     }
-    let sw_total: f64 = train.iter().map(|_| 1.0).sum();
-    let inv = if sw_total > 0.0 { 1.0 / sw_total } else { 0.0 };
+    // unit weights: prepare's weight total is the train count (a sum of ones, exact)
+    let inv = if train.is_empty() { 0.0 } else { 1.0 / train.len() as f64 };
     for j in 0..q {
         let dm = s1[j] * inv;
         let mean = shift[j] + dm;
@@ -180,7 +171,7 @@ fn standardise_y(
         let is = 1.0 / scale;
         let col = &mut tr[(col0 + j) * n_tr..(col0 + j + 1) * n_tr];
         for (o, &i) in col.iter_mut().zip(train) {
-            *o = 1.0 * ((y[i * q + j] - mean) * is);
+            *o = (y[i * q + j] - mean) * is;
         }
         for (a, &i) in test.iter().enumerate() {
             te[a * q + j] = (y[i * q + j] - mean) * is;
