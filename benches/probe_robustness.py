@@ -71,14 +71,16 @@ def run_case(case: Case) -> tuple[str, float]:
         [sys.executable, "-c", child_source(case)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        # unbuffered bytes: a text wrapper's readline would swallow the lines after READY of a call
+        # that ends at once, and communicate() would not see them
+        bufsize=0,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    assert proc.stdout is not None
-    ready = proc.stdout.readline()
+    assert proc.stdout is not None and proc.stderr is not None
+    ready = proc.stdout.readline().decode()
     if not ready.startswith("READY"):
         proc.wait()
-        return f"setup failed (rc {proc.returncode}): {proc.stderr.read().strip()[-120:]}", 0.0
+        return f"setup failed (rc {proc.returncode}): {proc.stderr.read().decode().strip()[-120:]}", 0.0
     sent = None
     if case.kind == "ctrl-c":
         time.sleep(case.sigint_after)
@@ -86,7 +88,8 @@ def run_case(case: Case) -> tuple[str, float]:
             proc.send_signal(signal.SIGINT)
             sent = time.perf_counter()
     try:
-        out, err = proc.communicate(timeout=case.timeout)
+        out_b, err_b = proc.communicate(timeout=case.timeout)
+        out, err = out_b.decode(errors="replace"), err_b.decode(errors="replace")
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
@@ -145,6 +148,15 @@ MEMORY = [
     Case("memory", "ProjectionDPP(np.eye(6000), check='exact')"),
     Case("memory", "select_mutual_information(np.eye(5500), 3)"),
     Case("memory", "LEnsemble(features=F).sample(random_state=0)", "F = rng.standard_normal((20000, 2000))"),
+    # The discrete kernels' O(n) buffers (box partition, stratified sampler) and the distributed
+    # sampler's proposal pairs, reached through the core entry points the public classes call.
+    Case("memory", "_core.dpp_partition(Z, 4, 'volume')", "from thrifty import _core; Z = np.full((28_000_000, 1), 0.5)"),
+    Case(
+        "memory",
+        "_core.DppStratified(c, 1, k)",
+        "from thrifty import _core; c = np.zeros(20_000_000, dtype=np.int64); k = np.full(20_000_000, 1 / 20e6)",
+    ),
+    Case("memory", "_core.dpp_proposal_pairs(0, 0, 2**62, 1.0)", "from thrifty import _core"),
 ]
 
 CTRL_C = [

@@ -116,6 +116,31 @@ def test_buffers_that_follow_the_input_are_memory_errors_under_a_limit() -> None
     assert len(lines) == 4 and all(line.startswith("MemoryError: cannot allocate") for line in lines), out
 
 
+def test_kernel_partition_stratified_and_proposal_buffers_are_memory_errors_under_a_limit() -> None:
+    # Before, each aborted the process ("memory allocation of ... bytes failed"): the O(n) cell, index
+    # and split buffers of the box partition (and the stable split's two O(n) vectors per node), the
+    # O(n) order and prefix sums of the stratified sampler, and the proposal pairs of the distributed
+    # sampler (an absurd count was a capacity-overflow panic).
+    out = _run("""
+        from thrifty import _core
+        n = 28_000_000
+        calls = [
+            lambda: _core.dpp_partition(np.full((n, 1), 0.5), 4, "volume"),
+            lambda: _core.DppStratified(np.zeros(n, dtype=np.int64), 1, np.full(n, 1.0 / n)),
+            lambda: _core.dpp_proposal_pairs(0, 0, 100_000_000, 1.0),
+            lambda: _core.dpp_proposal_pairs(0, 0, 2**62, 1.0),
+        ]
+        for call in calls:
+            try:
+                call()
+                print("ok")
+            except MemoryError as e:
+                print("MemoryError:", str(e)[:60])
+    """)
+    lines = out.strip().splitlines()
+    assert len(lines) == 4 and all(line.startswith("MemoryError: cannot allocate") for line in lines), out
+
+
 def test_the_inline_one_off_path_draws_the_pooled_paths_sample() -> None:
     # ProjectionDPP(U).sample() runs on the calling thread (no pool hand-off); with the randomized
     # check or none, one sample or the first of many, the same seed gives the same items in order.

@@ -306,7 +306,7 @@ fn cells_of(cells: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
     if c.iter().any(|&v| v < 0) {
         return Err(PyValueError::new_err("cells must be non-negative"));
     }
-    Ok(c.iter().map(|&v| v as usize).collect())
+    thrifty_core::alloc::try_collect("cells", c.iter().map(|&v| v as usize)).py()
 }
 
 /// K_ii of the discrete Haar kernel and its rank (number of non-empty cells).

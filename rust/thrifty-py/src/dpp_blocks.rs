@@ -193,6 +193,9 @@ fn dpp_locate<'py>(
     Ok(out.into_pyarray(py))
 }
 
+/// Targets and acceptance uniforms, as two arrays.
+type ArrayPair<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+
 /// The first `count` (target, uniform) proposal pairs of sample `task` of the family `seed`.
 #[pyfunction]
 fn dpp_proposal_pairs<'py>(
@@ -201,9 +204,9 @@ fn dpp_proposal_pairs<'py>(
     task: u64,
     count: usize,
     total: f64,
-) -> (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>) {
-    let (t, u) = remote::proposal_pairs(seed, task, count, total);
-    (t.into_pyarray(py), u.into_pyarray(py))
+) -> PyResult<ArrayPair<'py>> {
+    let (t, u) = remote::proposal_pairs(seed, task, count, total).py()?;
+    Ok((t.into_pyarray(py), u.into_pyarray(py)))
 }
 
 /// One sample from fetched basis rows (`rows` nc×r in float32/float64) and the proposals as compact

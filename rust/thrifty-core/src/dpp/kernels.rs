@@ -9,6 +9,7 @@
 //!
 //! The dense features are orthonormalised by [`super::ortho::orthonormalize`] into K = UUᵀ.
 use super::{checked_size, try_zeroed};
+use crate::alloc::{try_collect, try_with_capacity};
 use crate::error::{ensure_finite, ensure_matrix, Result, ThriftyError};
 use crate::rng;
 use rayon::prelude::*;
@@ -58,14 +59,17 @@ pub fn partition(x: &[f64], n: usize, d: usize, m: usize, split: Split) -> Resul
     if m > n {
         return Err(ThriftyError::invalid("m", format!("must not exceed the number of points ({n}), got {m}")));
     }
-    let mut cell = vec![0usize; n];
-    let mut volume = Vec::with_capacity(m);
-    let mut idx: Vec<usize> = (0..n).collect();
+    // every buffer here follows n or m (≤ n): allocated fallibly (a refusal is a MemoryError)
+    let mut cell: Vec<usize> = try_zeroed("X", n)?;
+    let mut volume = try_with_capacity("m", m)?;
+    let mut idx: Vec<usize> = try_collect("X", 0..n)?;
+    // the right-hand side of a split, kept in order while the left side is compacted in place
+    let mut right: Vec<usize> = try_with_capacity("X", n)?;
     // (lower corner, upper corner, cells to make, first and end position in `idx`) of a pending box
     type Pending = (Vec<f64>, Vec<f64>, usize, usize, usize);
     let mut stack: Vec<Pending> = vec![(vec![0.0; d], vec![1.0; d], m, 0, n)];
     // Depth-first, left child first: cell ids are assigned in a fixed order.
-    let mut leaves: Vec<(usize, usize, f64)> = Vec::with_capacity(m);
+    let mut leaves: Vec<(usize, usize, f64)> = try_with_capacity("m", m)?;
     while let Some((lo, hi, mm, a, b)) = stack.pop() {
         if mm == 1 {
             let vol: f64 = (0..d).map(|k| hi[k] - lo[k]).product();
@@ -79,10 +83,19 @@ pub fn partition(x: &[f64], n: usize, d: usize, m: usize, split: Split) -> Resul
             Split::Volume => {
                 let axis = (0..d).fold(0, |best, k| if hi[k] - lo[k] > hi[best] - lo[best] + 1e-15 { k } else { best });
                 let cut = lo[axis] + (hi[axis] - lo[axis]) * frac;
-                // Stable partition by x < cut (the last cell along an axis is closed on the right).
-                let (left, right): (Vec<usize>, Vec<usize>) = pts.iter().partition(|&&i| x[i * d + axis] < cut);
-                let nl = left.len();
-                pts[..nl].copy_from_slice(&left);
+                // Stable partition by x < cut (the last cell along an axis is closed on the right):
+                // the left points move down in order, the right ones wait in `right`.
+                right.clear();
+                let mut nl = 0;
+                for k in 0..pts.len() {
+                    let i = pts[k];
+                    if x[i * d + axis] < cut {
+                        pts[nl] = i;
+                        nl += 1;
+                    } else {
+                        right.push(i);
+                    }
+                }
                 pts[nl..].copy_from_slice(&right);
                 (axis, cut, nl)
             }
@@ -99,7 +112,9 @@ pub fn partition(x: &[f64], n: usize, d: usize, m: usize, split: Split) -> Resul
                 let cnt = pts.len();
                 // Counts proportional to the cell numbers, each child keeping at least one point per cell.
                 let nl = ((cnt as f64 * frac).round() as usize).clamp(ml, cnt - (mm - ml));
-                pts.sort_by(|&i, &j| x[i * d + axis].partial_cmp(&x[j * d + axis]).unwrap().then(i.cmp(&j)));
+                // the keys are distinct (ties broken by index), so the in-place unstable sort gives the
+                // stable order without the stable sort's O(n) scratch allocation
+                pts.sort_unstable_by(|&i, &j| x[i * d + axis].partial_cmp(&x[j * d + axis]).unwrap().then(i.cmp(&j)));
                 let cut = if nl > 0 && nl < cnt {
                     0.5 * (x[pts[nl - 1] * d + axis] + x[pts[nl] * d + axis])
                 } else {
@@ -135,13 +150,12 @@ pub fn haar_diagonal(cell: &[usize], n_cells: usize, density: &[f64]) -> Result<
     if cell.iter().any(|&c| c >= n_cells) {
         return Err(ThriftyError::invalid("cells", "cell index out of range"));
     }
-    let w2: Vec<f64> = density.iter().map(|g| 1.0 / g).collect();
-    let mut tot = vec![0.0; n_cells];
+    let mut tot: Vec<f64> = try_zeroed("n_cells", n_cells)?;
     for i in 0..n {
-        tot[cell[i]] += w2[i];
+        tot[cell[i]] += 1.0 / density[i];
     }
     let rank = tot.iter().filter(|t| **t > 0.0).count();
-    Ok(((0..n).map(|i| w2[i] / tot[cell[i]]).collect(), rank))
+    Ok((try_collect("density", (0..n).map(|i| (1.0 / density[i]) / tot[cell[i]]))?, rank))
 }
 
 /// Exact sampler of a block-diagonal projection DPP: one item per non-empty cell, drawn with
@@ -162,10 +176,12 @@ impl Stratified {
         if kdiag.iter().any(|v| *v < 0.0) || cell.iter().any(|&c| c >= n_cells) {
             return Err(ThriftyError::invalid("probabilities", "must be non-negative with valid cell indices"));
         }
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by_key(|&i| (cell[i], i));
-        let mut starts = vec![0usize];
-        let mut cum = vec![0.0; n];
+        let mut order: Vec<usize> = try_collect("cells", 0..n)?;
+        // distinct keys: the in-place unstable sort (no O(n) scratch) gives the stable order
+        order.sort_unstable_by_key(|&i| (cell[i], i));
+        let mut starts: Vec<usize> = try_with_capacity("n_cells", n_cells.min(n) + 1)?;
+        starts.push(0);
+        let mut cum: Vec<f64> = try_zeroed("cells", n)?;
         let mut acc = 0.0;
         for (k, &i) in order.iter().enumerate() {
             if k > 0 && cell[order[k - 1]] != cell[i] {
@@ -379,7 +395,7 @@ pub fn daubechies_features(
         for a in 0..d {
             let ja = levels[a];
             let na = 1usize << ja;
-            let mut v = vec![0.0; na];
+            let mut v: Vec<f64> = try_zeroed("m", na)?;
             let s = x[i * d + a].min(1.0 - 1e-15) * na as f64;
             let scale = (na as f64).sqrt();
             let f = s.floor() as isize;
@@ -387,7 +403,7 @@ pub fn daubechies_features(
                 let k = c.rem_euclid(na as isize) as usize;
                 v[k] += scale * phi.eval(s - c as f64);
             }
-            let mut next = Vec::with_capacity(acc.len() * na);
+            let mut next = try_with_capacity("m", acc.len() * na)?;
             for &p in &acc {
                 for &q in &v {
                     next.push(p * q);
@@ -466,8 +482,8 @@ pub fn jacobi_orthonormal(t: f64, deg: usize, a: f64, b: f64, out: &mut [f64]) {
 }
 
 /// The first m multi-indices of N^d in the Bardenet–Hardy order.
-pub fn ope_multi_indices(m: usize, d: usize) -> Vec<Vec<usize>> {
-    let mut out: Vec<Vec<usize>> = Vec::with_capacity(m);
+pub fn ope_multi_indices(m: usize, d: usize) -> Result<Vec<Vec<usize>>> {
+    let mut out: Vec<Vec<usize>> = try_with_capacity("m", m)?;
     let mut layer = 0usize;
     while out.len() < m {
         // All indices with max entry == layer, in lexicographic order.
@@ -503,7 +519,7 @@ pub fn ope_multi_indices(m: usize, d: usize) -> Vec<Vec<usize>> {
         }
         layer += 1;
     }
-    out
+    Ok(out)
 }
 
 /// Dense features (n×m) √(q/γ̃)(x_i) Π_a p_{k_a}(x_ia) of the multivariate Jacobi ensemble on
@@ -533,7 +549,7 @@ pub fn jacobi_features(
             "points on the boundary of [-1, 1]^d have infinite Jacobi weight for negative exponents",
         ));
     }
-    let idx = ope_multi_indices(m, d);
+    let idx = ope_multi_indices(m, d)?;
     let deg = idx.iter().flat_map(|v| v.iter().copied()).max().unwrap_or(0);
     let mut out: Vec<f64> = try_zeroed("m", checked_size("m", n, m)?)?;
     out.par_chunks_mut(m).enumerate().try_for_each(|(i, row)| {
@@ -658,7 +674,7 @@ mod tests {
                 }
             }
         }
-        let idx = ope_multi_indices(6, 2);
+        let idx = ope_multi_indices(6, 2).unwrap();
         assert_eq!(idx, vec![vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1], vec![0, 2], vec![1, 2]]);
         assert!((ln_gamma(5.0) - 24f64.ln()).abs() < 1e-12);
         assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-12);

@@ -17,15 +17,16 @@ use std::sync::atomic::AtomicBool;
 
 /// The first `count` proposal pairs of sample `task`: targets `u₁·total` (to be mapped to items
 /// through the prefix sums of the leverage scores) and the acceptance uniforms `u₂`.
-pub fn proposal_pairs(seed: u64, task: u64, count: usize, total: f64) -> (Vec<f64>, Vec<f64>) {
+/// `count` follows the caller (the proposals a sample may need): both buffers are allocated fallibly.
+pub fn proposal_pairs(seed: u64, task: u64, count: usize, total: f64) -> Result<(Vec<f64>, Vec<f64>)> {
     let mut r = rng::stream(seed, task);
-    let mut t = Vec::with_capacity(count);
-    let mut u = Vec::with_capacity(count);
+    let mut t = crate::alloc::try_with_capacity("count", count)?;
+    let mut u = crate::alloc::try_with_capacity("count", count)?;
     for _ in 0..count {
         t.push(rng::uniform(&mut r) * total);
         u.push(rng::uniform(&mut r));
     }
-    (t, u)
+    Ok((t, u))
 }
 
 /// One sample of `p` items (indices into the compact rows) from the proposals `items[k]` (compact
@@ -81,7 +82,7 @@ mod tests {
         }
         for s in 0..20u64 {
             let want = proj.sample(&u, Method::AcceptReject, 77, s).unwrap();
-            let (targets, us) = proposal_pairs(77, s, 2000, acc);
+            let (targets, us) = proposal_pairs(77, s, 2000, acc).unwrap();
             // Map the targets to items the distributed way: block from the totals, then the block.
             let global: Vec<usize> = targets
                 .iter()
