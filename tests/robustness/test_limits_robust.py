@@ -141,6 +141,35 @@ def test_kernel_partition_stratified_and_proposal_buffers_are_memory_errors_unde
     assert len(lines) == 4 and all(line.startswith("MemoryError: cannot allocate") for line in lines), out
 
 
+def test_a_threads_first_matrix_product_is_checked_against_the_limit() -> None:
+    # faer's x86 products allocate a 2 x L3 packing buffer per thread (64 MiB here), infallibly, on the
+    # thread's first product. Before, under the limit, both calls aborted the process ("memory
+    # allocation of 67108864 bytes failed" in private_gemm_x86's thread-local): now every pool thread
+    # (and an inline call's calling thread) makes the buffer first, after checking that it fits.
+    out = _run("""
+        from thrifty.inference import subspace_test
+
+        def tall_variance():
+            Q = np.zeros((1_000_000, 20)); Q[np.arange(20), np.arange(20)] = 1.0
+            return ProjectionDPP(Q, check=False).exact_variance(rng.standard_normal(1_000_000))
+
+        calls = [
+            lambda: subspace_test(rng.standard_normal((30, 200_000)), rng.standard_normal(30), random_state=0),
+            tall_variance,
+            lambda: ProjectionDPP(np.eye(40)[:, :5]).sample(random_state=0),
+        ]
+        for call in calls:
+            try:
+                call()
+                print("ok")
+            except MemoryError as e:
+                print("MemoryError:", str(e)[:60])
+    """)
+    lines = out.strip().splitlines()
+    assert len(lines) == 3 and all(line == "ok" or line.startswith("MemoryError: ") for line in lines), out
+    assert lines[0] == lines[2] == "ok", out  # 48 MB of X fits, and so does a small call afterwards
+
+
 def test_the_inline_one_off_path_draws_the_pooled_paths_sample() -> None:
     # ProjectionDPP(U).sample() runs on the calling thread (no pool hand-off); with the randomized
     # check or none, one sample or the first of many, the same seed gives the same items in order.

@@ -85,6 +85,78 @@ pub fn ensure_fits(what: &'static str, bytes: f64) -> Result<()> {
     }
 }
 
+/// Make this thread's matrix-product workspace, or `Err(OutOfMemory)` when it does not fit.
+///
+/// faer's products on x86 (private-gemm-x86) pack their operands into a thread-local buffer of twice
+/// that crate's estimate of the L3 cache (64 MiB here), allocated infallibly by a thread's first
+/// product above 16³ — also inside faer's decompositions. Under an address-space limit that first
+/// product aborted the process ("memory allocation of 67108864 bytes failed"), whatever the call. So
+/// every thread that runs core work makes the buffer first ([`crate::threads`] does it for each pool
+/// once, the bindings for the calling thread of an inline call), after checking that it fits.
+pub fn ensure_gemm_workspace() -> Result<()> {
+    use std::cell::Cell;
+    thread_local! {
+        static READY: Cell<bool> = const { Cell::new(false) };
+    }
+    if READY.with(Cell::get) {
+        return Ok(());
+    }
+    ensure_fits("the matrix-product workspace of a worker thread", gemm_workspace_bytes())?;
+    // one product above nano-gemm's size takes private-gemm's packed path and makes the buffer now
+    let a = Mat::<f64>::zeros(32, 32);
+    let mut c = Mat::<f64>::zeros(32, 32);
+    faer::linalg::matmul::matmul(c.as_mut(), faer::Accum::Replace, a.as_ref(), a.as_ref(), 1.0, faer::Par::Seq);
+    READY.with(|r| r.set(true));
+    Ok(())
+}
+
+/// Bytes of private-gemm-x86's per-thread buffer: two halves of its L3 estimate, which on Linux is
+/// cpu0's L3 (sysfs) per sharing CPU × the CPUs sharing an L1 × the physical cores (its own
+/// `cache.rs`, version 0.1.22). Elsewhere, or when sysfs says nothing, a generous 2 × 64 MiB.
+fn gemm_workspace_bytes() -> f64 {
+    static BYTES: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        let l3 = sysfs_l3_estimate().unwrap_or(64 << 20);
+        2.0 * (l3.div_ceil(4096) * 4096) as f64
+    })
+}
+
+fn sysfs_l3_estimate() -> Option<usize> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    let (mut l1_shared, mut l3) = (1usize, None);
+    for entry in std::fs::read_dir(dir).ok()? {
+        let path = entry.ok()?.path();
+        if !path.file_name()?.to_str()?.starts_with("index") {
+            continue;
+        }
+        let read = |name: &str| std::fs::read_to_string(path.join(name)).ok().map(|s| s.trim().to_string());
+        let level: usize = read("level")?.parse().ok()?;
+        let size = read("size")?;
+        let (digits, unit) = size.split_at(size.trim_end_matches(['K', 'M', 'G']).len());
+        let scale = match unit {
+            "K" => 1 << 10,
+            "M" => 1 << 20,
+            "G" => 1 << 30,
+            _ => 1,
+        };
+        let bytes = digits.parse::<usize>().ok()? * scale;
+        let shared: usize = read("shared_cpu_list")?
+            .split(',')
+            .map(|item| match item.split_once('-') {
+                Some((a, b)) => b.parse::<usize>().unwrap_or(0) + 1 - a.parse::<usize>().unwrap_or(0),
+                None => 1,
+            })
+            .sum::<usize>()
+            .max(1);
+        match level {
+            1 => l1_shared = shared,
+            3 => l3 = Some(bytes / shared),
+            _ => {}
+        }
+    }
+    Some(l3? * l1_shared * num_cpus::get_physical().max(1))
+}
+
 /// Requests below this many bytes skip [`ensure_fits`]'s reading of `/proc`.
 const SMALL_REQUEST_BYTES: f64 = (1u64 << 20) as f64;
 

@@ -10,8 +10,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Result, ThriftyError};
 
-fn pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+/// A pool of `n` threads and whether each of its threads has its matrix-product workspace.
+type Pool = (Arc<rayon::ThreadPool>, Arc<AtomicBool>);
+
+fn pool(n: usize) -> Result<Pool> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Pool>>> = OnceLock::new();
     let mut pools = POOLS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = pools.get(&n) {
         return Ok(p.clone());
@@ -23,8 +26,20 @@ fn pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
             .build()
             .map_err(threads_failed)?,
     );
-    pools.insert(n, p.clone());
-    Ok(p)
+    pools.insert(n, (p.clone(), Arc::new(AtomicBool::new(false))));
+    Ok((p, pools[&n].1.clone()))
+}
+
+/// Every thread of a pool makes its matrix-product workspace once ([`crate::alloc::ensure_gemm_workspace`]):
+/// a thread's first product would otherwise allocate it infallibly, an abort under a memory limit.
+/// Not marked done after a failure, so a later call tries again.
+fn warm(ready: &AtomicBool, broadcast: impl FnOnce() -> Vec<Result<()>>) -> Result<()> {
+    if ready.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    broadcast().into_iter().collect::<Result<()>>()?;
+    ready.store(true, Ordering::Release);
+    Ok(())
 }
 
 /// Start rayon's global pool (all cores) if it is not running yet, as an error instead of rayon's
@@ -38,7 +53,9 @@ pub fn global_pool() -> Result<()> {
         Err(e) if e.to_string().contains("already") => Ok(()),
         Err(e) => Err(e.to_string()),
     });
-    started.clone().map_err(threads_failed)
+    started.clone().map_err(threads_failed)?;
+    static READY: AtomicBool = AtomicBool::new(false);
+    warm(&READY, || rayon::broadcast(|_| crate::alloc::ensure_gemm_workspace()))
 }
 
 fn threads_failed(e: impl std::fmt::Display) -> ThriftyError {
@@ -47,10 +64,19 @@ fn threads_failed(e: impl std::fmt::Display) -> ThriftyError {
 
 pub fn with_threads<R: Send>(n_jobs: Option<usize>, f: impl FnOnce() -> R + Send) -> Result<R> {
     match n_jobs {
-        None => Ok(f()),
+        None => {
+            // the calling thread and the global pool's threads run the work
+            crate::alloc::ensure_gemm_workspace()?;
+            global_pool()?;
+            Ok(f())
+        }
         Some(0) => Err(ThriftyError::invalid("n_jobs", "must be at least 1")),
         Some(n) if n > 4096 => Err(ThriftyError::invalid("n_jobs", format!("must be at most 4096, got {n}"))),
-        Some(n) => Ok(pool(n)?.install(f)),
+        Some(n) => {
+            let (pool, ready) = pool(n)?;
+            warm(&ready, || pool.broadcast(|_| crate::alloc::ensure_gemm_workspace()))?;
+            Ok(pool.install(f))
+        }
     }
 }
 
@@ -65,7 +91,7 @@ pub fn watch<R: Send + 'static>(job: impl FnOnce() -> Result<R> + Send + 'static
     let spawned = std::thread::Builder::new().name("thrifty-watch".into()).spawn(move || {
         let job = helper_slot.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(job) = job {
-            let _ = tx.send(job());
+            let _ = tx.send(crate::alloc::ensure_gemm_workspace().and_then(|()| job()));
         }
     });
     if spawned.is_err() {
@@ -100,7 +126,8 @@ mod tests {
     #[test]
     fn pools_have_the_requested_size_and_are_reused() {
         assert_eq!(with_threads(Some(3), rayon::current_num_threads).unwrap(), 3);
-        assert!(Arc::ptr_eq(&pool(3).unwrap(), &pool(3).unwrap()));
+        assert!(Arc::ptr_eq(&pool(3).unwrap().0, &pool(3).unwrap().0));
+        assert!(pool(3).unwrap().1.load(Ordering::Acquire), "its threads made their product workspace");
         assert!(with_threads(Some(0), || ()).is_err());
     }
 

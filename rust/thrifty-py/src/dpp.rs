@@ -109,7 +109,7 @@ fn dpp_exact_variance(py: Python<'_>, w: &Bound<'_, PyAny>, g: PyReadonlyArray1<
 /// released: no hand-off to a pool worker (a wake-up of a millisecond or more when the cores are
 /// busy). A Ctrl-C meanwhile raises KeyboardInterrupt when it returns.
 fn inline<T: Send>(py: Python<'_>, work: impl FnOnce() -> thrifty_core::Result<T> + Send) -> PyResult<T> {
-    py.detach(work).py()
+    py.detach(|| thrifty_core::alloc::ensure_gemm_workspace().and_then(|()| work())).py()
 }
 
 fn method(name: &str) -> PyResult<Method> {
