@@ -189,3 +189,82 @@ mod tests {
         assert!(Projection::new(&u, n, p, OrthoCheck::Randomized { tol: 1e-8, probes: 2, seed: 1 }).is_ok());
     }
 }
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use std::time::Instant;
+
+    fn med(mut v: Vec<f64>) -> f64 {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    }
+
+    /// `cargo test --release -p thrifty-core -q dpp::projection::timing -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn one_off_breakdown() {
+        let (n, p) = (100_000, 100);
+        let mut r = rng::stream(0, 0);
+        let x: Vec<f64> = (0..n * p).map(|_| rng::uniform(&mut r) - 0.5).collect();
+        let (u, _) = ortho::orthonormalize(&x, n, p, 1e-8, true, crate::dpp::never()).unwrap();
+        let mut sweep = vec![1.0f64; 8_000_000];
+        let reps = 21;
+        let mut t: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+        let flush = |s: &mut Vec<f64>| {
+            for v in s.iter_mut() {
+                *v += 1.0;
+            }
+            std::hint::black_box(&s);
+        };
+        let z: Vec<f64> = (0..2 * p).map(|i| ((i % 7) as f64 - 3.0) / 10.0).collect();
+        for _ in 0..reps {
+            let mut time = |name: &'static str, f: &mut dyn FnMut()| {
+                flush(&mut sweep);
+                let t0 = Instant::now();
+                f();
+                t.entry(name).or_default().push(t0.elapsed().as_secs_f64() * 1e3);
+            };
+            time("0 plain read (8-lane sumsq)", &mut || {
+                let mut acc = [0.0f64; 8];
+                for c in u.chunks_exact(8) {
+                    for l in 0..8 {
+                        acc[l] += c[l] * c[l];
+                    }
+                }
+                std::hint::black_box(acc);
+            });
+            time("1 leverage (K=0)", &mut || {
+                std::hint::black_box(super::super::scan::leverage(&u, n, p).unwrap());
+            });
+            time("2 scan K=2", &mut || {
+                std::hint::black_box(super::super::scan::leverage_and_probe(&u, n, p, &z, 2).unwrap());
+            });
+            let lev = super::super::scan::leverage(&u, n, p).unwrap();
+            time("3 guide table", &mut || {
+                std::hint::black_box(GuideTable::new(&lev).unwrap());
+            });
+            time("4 new Skip", &mut || {
+                std::hint::black_box(Projection::new(&u, n, p, OrthoCheck::Skip).unwrap());
+            });
+            time("5 new Randomized", &mut || {
+                std::hint::black_box(
+                    Projection::new(&u, n, p, OrthoCheck::Randomized { tol: 1e-6, probes: 2, seed: 1 }).unwrap(),
+                );
+            });
+            let pr = Projection::new(&u, n, p, OrthoCheck::Skip).unwrap();
+            time("6 sample (cold cache)", &mut || {
+                std::hint::black_box(pr.sample(&u, Method::AcceptReject, 4, 0).unwrap());
+            });
+            time("7 one-off Randomized+sample", &mut || {
+                let pr = Projection::new(&u, n, p, OrthoCheck::Randomized { tol: 1e-6, probes: 2, seed: 1 }).unwrap();
+                std::hint::black_box(pr.sample(&u, Method::AcceptReject, 4, 0).unwrap());
+            });
+        }
+        let base = med(t["0 plain read (8-lane sumsq)"].clone());
+        for (k, v) in t {
+            let m = med(v.clone());
+            println!("{k:<32} {m:7.3} ms  x{:.2}  min {:.3}", m / base, v.iter().cloned().fold(f64::MAX, f64::min));
+        }
+    }
+}

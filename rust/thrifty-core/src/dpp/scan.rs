@@ -12,8 +12,11 @@
 //! partials are added in block order, so the result does not depend on the thread count nor on
 //! whether the blocks ran in parallel. Scans of at most [`INLINE_ELEMENTS`] values run on the
 //! calling thread: handing them to pool workers costs a wake-up (a millisecond or more when the
-//! cores are busy, e.g. right after a BLAS call whose threads still spin) and saves little, since
-//! one core already reads memory nearly as fast as two.
+//! cores are busy, e.g. right after a BLAS call whose threads still spin). From
+//! [`HELPED_ROWS`] rows on, one pool worker may join such a scan and take blocks, but the calling
+//! thread never waits for it to start ([`helped`]): with the probes the scan is partly
+//! compute-bound on one core, and a second core takes about a millisecond off 10⁷ values when it
+//! is free.
 use crate::alloc::try_zeroed;
 use crate::error::Result;
 use crate::scalar::Real;
@@ -344,6 +347,18 @@ pub fn leverage_and_probe<T: Real>(u: &[T], n: usize, p: usize, z: &[f64], k: us
         Ok(w)
     };
     let rows = &u[..n * p];
+    if runs_inline(n, p) && n >= HELPED_ROWS && rayon::current_num_threads() > 1 {
+        let partials = helped::scan(isa, rows, n, p, z, k, &mut lev)?;
+        let mut w: Vec<f64> = try_zeroed("the orthonormality probe", p * k)?;
+        if k > 0 {
+            for part in partials.chunks_exact(p * k) {
+                for (a, b) in w.iter_mut().zip(part) {
+                    *a += b;
+                }
+            }
+        }
+        return Ok((lev, w));
+    }
     let partials: Vec<Vec<f64>> = if runs_inline(n, p) {
         lev.chunks_mut(SCAN_ROWS).zip(rows.chunks(SCAN_ROWS * p)).map(block).collect::<Result<_>>()?
     } else {
@@ -360,6 +375,130 @@ pub fn leverage_and_probe<T: Real>(u: &[T], n: usize, p: usize, z: &[f64], k: us
         }
     }
     Ok((lev, w))
+}
+
+/// Inline scans of at least this many rows (four blocks) accept the help of one pool worker.
+pub const HELPED_ROWS: usize = 4 * SCAN_ROWS;
+
+/// An inline scan that a pool worker may join: the calling thread claims blocks one by one from a
+/// shared counter and never waits for a worker that has not started (one that wakes up late finds
+/// every block claimed, or the job closed, and leaves without touching U). So the scan costs what
+/// it costs on the calling thread when the other cores are busy (e.g. BLAS threads still
+/// spinning), and about half when one is free. Every block writes its own rows of the leverage and
+/// its own partial of the probe (`p·k` values at `b·p·k`), summed in block order by the caller: the
+/// same bits as the sequential scan, whoever ran which block.
+mod helped {
+    use super::{scan_block, Isa, SCAN_ROWS};
+    use crate::alloc::try_zeroed;
+    use crate::error::Result;
+    use crate::scalar::Real;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Bit 0 of `state`: closed (no worker may enter); the rest: twice the workers inside.
+    const CLOSED: usize = 1;
+    const INSIDE: usize = 2;
+
+    /// The scan's arguments as addresses, valid while the job is open or a worker is inside.
+    struct Job<T> {
+        next: AtomicUsize,
+        state: AtomicUsize,
+        isa: Isa,
+        u: *const T,
+        lev: *mut f64,
+        w: *mut f64,
+        z: Vec<f64>,
+        n: usize,
+        p: usize,
+        k: usize,
+    }
+
+    // SAFETY: the pointers are only dereferenced for blocks claimed through `next` (each block by one
+    // thread, disjoint rows of `lev` and disjoint partials of `w`; `u` is only read), and only while
+    // the caller's borrows are alive: the caller closes the job and waits for the workers inside
+    // before it returns (`scan`).
+    unsafe impl<T: Sync> Send for Job<T> {}
+    unsafe impl<T: Sync> Sync for Job<T> {}
+
+    impl<T: Real> Job<T> {
+        /// Claim and run blocks until none is left.
+        ///
+        /// # Safety
+        /// The caller's slices behind the pointers must be alive (see the `Send` impl).
+        unsafe fn work(&self) {
+            let (n, p, k) = (self.n, self.p, self.k);
+            loop {
+                let b = self.next.fetch_add(1, Ordering::Relaxed);
+                let start = b.saturating_mul(SCAN_ROWS);
+                if start >= n {
+                    return;
+                }
+                let rows = SCAN_ROWS.min(n - start);
+                let ub = std::slice::from_raw_parts(self.u.add(start * p), rows * p);
+                let lb = std::slice::from_raw_parts_mut(self.lev.add(start), rows);
+                let wb = std::slice::from_raw_parts_mut(self.w.add(b * p * k), p * k);
+                scan_block(self.isa, ub, p, &self.z, k, lb, wb);
+            }
+        }
+    }
+
+    /// The leverage into `lev` and the blocks' probe partials, `p·k` values per block in order.
+    pub(super) fn scan<T: Real>(
+        isa: Isa,
+        u: &[T],
+        n: usize,
+        p: usize,
+        z: &[f64],
+        k: usize,
+        lev: &mut [f64],
+    ) -> Result<Vec<f64>> {
+        let blocks = n.div_ceil(SCAN_ROWS);
+        let mut w: Vec<f64> = try_zeroed("the partials of the orthonormality probe", blocks * p * k)?;
+        let job = Arc::new(Job {
+            next: AtomicUsize::new(0),
+            state: AtomicUsize::new(0),
+            isa,
+            u: u.as_ptr(),
+            lev: lev.as_mut_ptr(),
+            w: w.as_mut_ptr(),
+            z: z[..p * k].to_vec(),
+            n,
+            p,
+            k,
+        });
+        let helper = Arc::clone(&job);
+        rayon::spawn(move || {
+            let mut s = helper.state.load(Ordering::Acquire);
+            loop {
+                if s & CLOSED != 0 {
+                    return;
+                }
+                match helper.state.compare_exchange_weak(s, s + INSIDE, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => break,
+                    Err(now) => s = now,
+                }
+            }
+            // SAFETY: entered while open, so the caller waits for this worker before returning.
+            unsafe { helper.work() };
+            helper.state.fetch_sub(INSIDE, Ordering::Release);
+        });
+        // SAFETY: `u`, `lev` and `w` are borrowed or owned here until after the wait below.
+        unsafe { job.work() };
+        let mut s = job.state.fetch_or(CLOSED, Ordering::AcqRel);
+        // A worker inside finishes the block it claimed (at most one block) and leaves.
+        let mut spins = 0u32;
+        while s & !CLOSED != 0 {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+            s = job.state.load(Ordering::Acquire);
+        }
+        drop(job);
+        Ok(w)
+    }
 }
 
 /// Leverage scores ‖U_i‖² (the diagonal of K = UUᵀ), in f64, allocated fallibly.
@@ -426,6 +565,60 @@ mod tests {
             want.iter_mut().zip(part).for_each(|(a, b)| *a += b);
         }
         assert_eq!((lev, w), (lw, want));
+    }
+
+    /// The leverage and probe of the blocks one by one on this thread (the sequential scan).
+    fn sequential<T: Real>(u: &[T], n: usize, p: usize, z: &[f64], k: usize) -> (Vec<f64>, Vec<f64>) {
+        let mut lev = vec![0.0; n];
+        let mut w = vec![0.0; p * k];
+        for (lb, ub) in lev.chunks_mut(SCAN_ROWS).zip(u.chunks(SCAN_ROWS * p)) {
+            let mut part = vec![0.0; p * k];
+            scan_block(isa(), ub, p, z, k, lb, &mut part);
+            w.iter_mut().zip(part).for_each(|(a, b)| *a += b);
+        }
+        (lev, w)
+    }
+
+    #[test]
+    fn helped_scans_give_the_bits_of_the_sequential_scan() {
+        // Whichever blocks the worker takes (none, some, most), and with 1, 2 or 3 threads.
+        let mut r = crate::rng::stream(6, 0);
+        for &(n, p) in &[(HELPED_ROWS, 8), (HELPED_ROWS + 4 * SCAN_ROWS + 5, 13), (6 * SCAN_ROWS + 1, 100)] {
+            assert!(runs_inline(n, p));
+            let u: Vec<f64> = (0..n * p).map(|_| crate::rng::uniform(&mut r) - 0.5).collect();
+            let uf: Vec<f32> = u.iter().map(|&v| v as f32).collect();
+            let z: Vec<f64> = (0..4 * p).map(|_| crate::rng::uniform(&mut r) - 0.5).collect();
+            for threads in [1, 2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                for k in [0, 1, 2, 4] {
+                    let want = sequential(&u, n, p, &z, k);
+                    let wantf = sequential(&uf, n, p, &z, k);
+                    for _ in 0..8 {
+                        assert_eq!(pool.install(|| leverage_and_probe(&u, n, p, &z, k).unwrap()), want, "{n} {p} {k}");
+                        assert_eq!(pool.install(|| leverage_and_probe(&uf, n, p, &z, k).unwrap()), wantf);
+                        // From a thread outside the pool (the bindings' case), the global pool helps.
+                        assert_eq!(leverage_and_probe(&u, n, p, &z, k).unwrap(), want);
+                    }
+                }
+            }
+            // The direct helped scan with every worker busy: the caller runs every block itself.
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let gate = std::sync::Mutex::new(rx);
+            pool.scope(|s| {
+                s.spawn(|_| {
+                    let _ = gate.lock().unwrap().recv();
+                });
+                s.spawn(|_| {
+                    let _ = gate.lock().unwrap().recv();
+                });
+                let want = sequential(&u, n, p, &z, 2);
+                let got = pool.install(|| leverage_and_probe(&u, n, p, &z, 2).unwrap());
+                assert_eq!(got, want);
+                tx.send(()).unwrap();
+                tx.send(()).unwrap();
+            });
+        }
     }
 
     #[test]
