@@ -45,8 +45,20 @@ fn warm(ready: &AtomicBool, broadcast: impl FnOnce() -> Vec<Result<()>>) -> Resu
 /// Start rayon's global pool (all cores) if it is not running yet, as an error instead of rayon's
 /// panic when its threads cannot be spawned. rayon tries only once: after a failure every later
 /// call gets the same error.
+static STARTED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+
+/// The threads rayon would use from here — the current pool's, or the global pool's once
+/// [`global_pool`] started it — without starting the global pool (rayon panics when it cannot):
+/// 1 outside any pool before that.
+pub fn available_threads() -> usize {
+    if rayon::current_thread_index().is_some() || matches!(STARTED.get(), Some(Ok(()))) {
+        rayon::current_num_threads()
+    } else {
+        1
+    }
+}
+
 pub fn global_pool() -> Result<()> {
-    static STARTED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     let started = STARTED.get_or_init(|| match rayon::ThreadPoolBuilder::new().build_global() {
         Ok(()) => Ok(()),
         // Someone else (a test harness, another library) started it first: it is running.

@@ -109,6 +109,9 @@ fn dpp_exact_variance(py: Python<'_>, w: &Bound<'_, PyAny>, g: PyReadonlyArray1<
 /// released: no hand-off to a pool worker (a wake-up of a millisecond or more when the cores are
 /// busy). A Ctrl-C meanwhile raises KeyboardInterrupt when it returns.
 fn inline<T: Send>(py: Python<'_>, work: impl FnOnce() -> thrifty_core::Result<T> + Send) -> PyResult<T> {
+    // the global pool, if it can be had, lends a worker to long scans (`dpp::scan`); without it the
+    // call runs on this thread alone
+    let _ = thrifty_core::threads::global_pool();
     py.detach(|| thrifty_core::alloc::ensure_gemm_workspace().and_then(|()| work())).py()
 }
 

@@ -347,7 +347,7 @@ pub fn leverage_and_probe<T: Real>(u: &[T], n: usize, p: usize, z: &[f64], k: us
         Ok(w)
     };
     let rows = &u[..n * p];
-    if runs_inline(n, p) && n >= HELPED_ROWS && rayon::current_num_threads() > 1 {
+    if runs_inline(n, p) && n >= HELPED_ROWS && crate::threads::available_threads() > 1 {
         let partials = helped::scan(isa, rows, n, p, z, k, &mut lev)?;
         let mut w: Vec<f64> = try_zeroed("the orthonormality probe", p * k)?;
         if k > 0 {
