@@ -30,8 +30,16 @@ from transformers.pytorch_utils import Conv1D
 from thrifty.compress import CompressedLinear, stac_r, unwrap
 
 
-def train(model: nn.Module, data: torch.Tensor, args: argparse.Namespace, every: int | None) -> list[tuple[int, float]]:
-    """Train in place; with ``every``: (step, cosine) per wrapped projection at every ``every``-th step."""
+def train(model: nn.Module, data: torch.Tensor, args: argparse.Namespace, every: int | None,
+          noise_cosine: float | None = None) -> list[tuple[int, float]]:
+    """Train in place; with ``every``: (step, cosine) per wrapped projection at every ``every``-th step.
+
+    With ``noise_cosine`` (the control run): isotropic Gaussian noise is added to the weight gradient of
+    every block projection (``Conv1D``), scaled so that its cosine with the exact gradient is ``noise_cosine``
+    in expectation - an unstructured perturbation of the size the compression makes.
+    """
+    noisy = [p for m in model.modules() if isinstance(m, Conv1D) for p in [m.weight]]
+    gn = torch.Generator().manual_seed(2)
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.01, betas=(0.9, 0.95))
     warm = max(1, args.steps // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -49,6 +57,13 @@ def train(model: nn.Module, data: torch.Tensor, args: argparse.Namespace, every:
             for n in wrapped:
                 a, e = got[n].double().flatten(), exact[n].double().flatten()
                 cos.append((step, float(a @ e / (a.norm() * e.norm()))))
+        if noise_cosine is not None:
+            for p in noisy:
+                assert p.grad is not None
+                e = torch.randn(p.grad.shape, generator=gn, dtype=p.grad.dtype)
+                # |g + e| at angle acos(c): e orthogonal to g in expectation, |e| = |g| tan(acos(c))
+                scale = p.grad.norm() * math.tan(math.acos(noise_cosine)) / e.norm()
+                p.grad.add_(e, alpha=float(scale))
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
@@ -81,6 +96,8 @@ def main() -> None:
                     help="stac_r(compute_budget=...): the rank cap as a fraction of out_features (inf = bytes only)")
     ap.add_argument("--baseline-loss", type=float, help="the uncompressed run's held-out loss from an earlier run with "
                     "the same arguments (deterministic on one thread): skips that run")
+    ap.add_argument("--noise-cosine", type=float, help="control: train the uncompressed model with isotropic "
+                    "gradient noise at this cosine instead of the stac_r run (needs --baseline-loss)")
     args = ap.parse_args()
     width, layers = (64, 2) if args.smoke else (args.width, args.layers)
     torch.manual_seed(0)
@@ -100,6 +117,13 @@ def main() -> None:
         if args.baseline_only:
             print(f"held-out loss uncompressed {held_out_loss(base, data[split:], args):.4f}", flush=True)
             return
+    if args.noise_cosine is not None:
+        print(f"control run: uncompressed, isotropic gradient noise at cosine {args.noise_cosine}:", flush=True)
+        train(base, data[:split], args, None, noise_cosine=args.noise_cosine)
+        vn = held_out_loss(base, data[split:], args)
+        vb = args.baseline_loss if args.baseline_loss is not None else float("nan")
+        print(f"held-out loss uncompressed {vb:.4f}, noisy control {vn:.4f} ({100 * (vn - vb) / vb:+.2f}%)", flush=True)
+        return
     print("stac_r ratio 8 run:", flush=True)
     cos = train(comp, data[:split], args, args.every)
     early = [c for s, c in cos if s <= max(1, args.steps // 10)]
