@@ -388,8 +388,25 @@ const TOP2_LANES: usize = 16;
 /// One branch-free pass keeping, per lane, the two smallest values and the chunk where the smallest
 /// was first met (a lane keeps its first occurrence: it only takes strictly smaller values), then a
 /// pairwise merge of the lanes. The same values as two minimum passes and a scan, without the scan.
+///
+/// float64 rows on a CPU with AVX-512F take [`top2_avx512::top2_f64`] (the same three values: they
+/// do not depend on the order the row is read in), the rest the portable loop below.
 #[inline]
 pub fn top2<T: Real>(row: &mut [T]) -> (usize, T, T) {
+    #[cfg(target_arch = "x86_64")]
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: T is f64 (checked by TypeId), so the slice reinterprets exactly.
+        let r = unsafe { std::slice::from_raw_parts(row.as_ptr() as *const f64, row.len()) };
+        // SAFETY: AVX-512F was detected at run time.
+        let (j, p1, p2) = unsafe { top2_avx512::top2_f64(r) };
+        return (j, T::of(p1), T::of(p2));
+    }
+    top2_portable(row)
+}
+
+/// [`top2`]'s portable loop (any type and CPU).
+#[inline]
+pub fn top2_portable<T: Real>(row: &mut [T]) -> (usize, T, T) {
     const L: usize = TOP2_LANES;
     let inf = T::infinity();
     let (mut m1, mut m2, mut at) = ([inf; L], [inf; L], [T::zero(); L]);
@@ -427,6 +444,100 @@ pub fn top2<T: Real>(row: &mut [T]) -> (usize, T, T) {
     // Without any value below ∞ (an empty row, or NaN everywhere) index 0, as a scan would give.
     let j1 = if p1 < inf { idx[0].as_f64() as usize } else { 0 };
     (j1, p1, p2)
+}
+
+/// [`top2`] for float64 rows in AVX-512 registers (issue 21: the portable loop spilled its lanes to
+/// the stack and merged them with scalar branches; it took a third of a small-d Hartigan run).
+///
+/// Two sets of 8 lanes (chunks of 8 values alternate between them, the last one masked with ∞)
+/// keep per lane the smallest value, its index (the first one: a lane only takes strictly smaller
+/// values, and its indices grow) and the second smallest value; then the 16 lanes are merged
+/// pairwise as in [`merge_lanes`] (smaller minimum, lower index on ties; second value the smaller
+/// of the winner's second and the loser's minimum). Any partition of the row into lanes gives the
+/// same three values, so the result is [`top2_portable`]'s bit for bit.
+#[cfg(target_arch = "x86_64")]
+mod top2_avx512 {
+    use std::arch::x86_64::*;
+
+    struct Lanes {
+        m1: __m512d,
+        m2: __m512d,
+        idx: __m512i,
+    }
+
+    #[inline(always)]
+    unsafe fn push(s: &mut Lanes, v: __m512d, jv: __m512i) {
+        let lt = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(v, s.m1);
+        // the value that does not become the minimum: the old minimum where v takes its place
+        let hi = _mm512_mask_blend_pd(lt, v, s.m1);
+        // hi < m2 ? hi : m2 (vminpd returns its second operand unless the first is smaller)
+        s.m2 = _mm512_min_pd(hi, s.m2);
+        s.idx = _mm512_mask_mov_epi64(s.idx, lt, jv);
+        s.m1 = _mm512_mask_mov_pd(s.m1, lt, v);
+    }
+
+    /// Lane l takes the better of lanes l and its partner in `b` (see [`super::merge_lanes`]).
+    #[inline(always)]
+    unsafe fn merge(a: &mut Lanes, b: &Lanes) {
+        let a_wins = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a.m1, b.m1)
+            | (_mm512_cmp_pd_mask::<_CMP_EQ_OQ>(a.m1, b.m1) & _mm512_cmplt_epi64_mask(a.idx, b.idx));
+        // b wins where a does not
+        let w2 = _mm512_mask_blend_pd(a_wins, b.m2, a.m2);
+        let lose1 = _mm512_mask_blend_pd(a_wins, a.m1, b.m1);
+        a.m1 = _mm512_mask_blend_pd(a_wins, b.m1, a.m1);
+        a.idx = _mm512_mask_blend_epi64(a_wins, b.idx, a.idx);
+        // lose1 < w2 ? lose1 : w2
+        a.m2 = _mm512_min_pd(lose1, w2);
+    }
+
+    #[inline(always)]
+    unsafe fn permuted(s: &Lanes, p: __m512i) -> Lanes {
+        Lanes {
+            m1: _mm512_permutexvar_pd(p, s.m1),
+            m2: _mm512_permutexvar_pd(p, s.m2),
+            idx: _mm512_permutexvar_epi64(p, s.idx),
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn top2_f64(row: &[f64]) -> (usize, f64, f64) {
+        let k = row.len();
+        let inf = _mm512_set1_pd(f64::INFINITY);
+        let fresh = || Lanes { m1: inf, m2: inf, idx: _mm512_setzero_si512() };
+        let (mut a, mut b) = (fresh(), fresh());
+        let step = _mm512_set1_epi64(8);
+        let mut jv = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+        let p = row.as_ptr();
+        let mut j = 0;
+        while j + 16 <= k {
+            push(&mut a, _mm512_loadu_pd(p.add(j)), jv);
+            jv = _mm512_add_epi64(jv, step);
+            push(&mut b, _mm512_loadu_pd(p.add(j + 8)), jv);
+            jv = _mm512_add_epi64(jv, step);
+            j += 16;
+        }
+        if j + 8 <= k {
+            push(&mut a, _mm512_loadu_pd(p.add(j)), jv);
+            jv = _mm512_add_epi64(jv, step);
+            j += 8;
+        }
+        if j < k {
+            let mask = ((1u32 << (k - j)) - 1) as __mmask8;
+            push(&mut b, _mm512_mask_loadu_pd(inf, mask, p.add(j)), jv);
+        }
+        merge(&mut a, &b);
+        let partner = permuted(&a, _mm512_setr_epi64(4, 5, 6, 7, 0, 1, 2, 3));
+        merge(&mut a, &partner);
+        let partner = permuted(&a, _mm512_setr_epi64(2, 3, 0, 1, 6, 7, 4, 5));
+        merge(&mut a, &partner);
+        let partner = permuted(&a, _mm512_setr_epi64(1, 0, 3, 2, 5, 4, 7, 6));
+        merge(&mut a, &partner);
+        let p1 = _mm512_cvtsd_f64(a.m1);
+        let p2 = _mm512_cvtsd_f64(a.m2);
+        let j1 = _mm_cvtsi128_si64(_mm512_castsi512_si128(a.idx)) as usize;
+        // Without any value below ∞ (an empty row, or NaN everywhere) index 0, as a scan would give.
+        (if p1 < f64::INFINITY { j1 } else { 0 }, p1, p2)
+    }
 }
 
 /// One level of [`top2`]'s merge: lane l takes the better of lanes l and l + `half` — the smaller
@@ -497,6 +608,7 @@ mod tests {
                 let mut sorted = row.clone();
                 sorted.sort_by(f64::total_cmp);
                 let (j1, p1, p2) = top2(&mut row.clone());
+                assert_eq!((j1, p1, p2), top2_portable(&mut row.clone()));
                 assert_eq!(p1, sorted[0]);
                 assert_eq!(p2, if len > 1 { sorted[1] } else { f64::INFINITY });
                 assert_eq!(j1, row.iter().position(|&v| v == sorted[0]).unwrap());
