@@ -504,32 +504,37 @@ fn assign_pass<T: Real>(
                 if data.cancel.load(Ordering::Relaxed) {
                     return out; // the run returns Err(Interrupted) after the pass
                 }
+                // Both passes compact the kept rows without a branch (write every row, advance by
+                // the test): which rows stay uncertified looks random, and a branch per row
+                // mispredicted often enough to cost more than the test itself.
+                let m = up.len();
                 s.rows.clear();
+                s.rows.resize(m, 0);
                 da2s.clear();
+                da2s.resize(m, 0.0);
                 // Pass 1, read-only: the bounds as of now (stored + drift sums), keep the
                 // uncertified rows. A negative l is no information, like 0.
-                let lab = &labels[base..base + up.len()];
+                let lab = &labels[base..base + m];
+                let mut kept = 0;
                 for (r, (&a, (&u, &l))) in lab.iter().zip(up.iter().zip(lo.iter())).enumerate() {
                     let [grow, shrink, two_s, ratio] = cert.per_cluster[a as usize];
                     let (u, l) = (u + grow, l - shrink);
-                    if ratio * l.max(two_s - u) < u {
-                        s.rows.push(base + r);
-                    }
+                    s.rows[kept] = base + r;
+                    kept += usize::from(ratio * l.max(two_s - u) < u);
                 }
                 // Pass 2: tighten u to the exact distance; keep the rows still uncertified.
-                let mut kept = 0;
-                for q in 0..s.rows.len() {
+                let pass1 = kept;
+                kept = 0;
+                for q in 0..pass1 {
                     let i = s.rows[q];
                     let (r, a) = (i - base, labels[i] as usize);
                     let [grow, shrink, two_s, ratio] = cert.per_cluster[a];
                     let da2 = data.dist2(i, &means[a * d..(a + 1) * d], cl.mnorm[a]);
                     let u = da2.sqrt();
                     up[r] = u - grow;
-                    if ratio * (lo[r] - shrink).max(two_s - u) < u {
-                        s.rows[kept] = i;
-                        da2s.push(da2);
-                        kept += 1;
-                    }
+                    s.rows[kept] = i;
+                    da2s[kept] = da2;
+                    kept += usize::from(ratio * (lo[r] - shrink).max(two_s - u) < u);
                 }
                 s.rows.truncate(kept);
                 out.certified = up.len() - kept;
