@@ -793,7 +793,8 @@ mod small_d_tests {
 
     #[test]
     fn small_d_f64_tiles_match_the_gemm_within_the_slack() {
-        for &(m, d, k) in &[(256usize, 8usize, 24usize), (7, 3, 5), (37, 32, 130), (1, 1, 1), (9, 16, 17), (13, 12, 48)] {
+        for &(m, d, k) in &[(256usize, 8usize, 24usize), (7, 3, 5), (37, 32, 130), (1, 1, 1), (9, 16, 17), (13, 12, 48)]
+        {
             let x: Vec<f64> = (0..m * d).map(|i| ((i * 7919) % 101) as f64 / 10.0 - 5.0).collect();
             let c: Vec<f64> = (0..k * d).map(|i| ((i * 104729) % 97) as f64 / 9.0 - 5.0).collect();
             let cc: Vec<f64> = c.chunks_exact(d).map(sq_norm).collect();
