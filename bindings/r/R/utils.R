@@ -18,12 +18,17 @@
     stop(sprintf("%s must have at least %d row(s) and 1 column, got %d x %d", name, min_rows,
                  nrow(x), ncol(x)), call. = FALSE)
   }
-  if (anyNA(x) || any(!is.finite(x))) {
+  if (!.all_finite(x)) {
     stop(sprintf("%s contains NA, NaN or infinite values", name), call. = FALSE)
   }
-  storage.mode(x) <- "double"
+  if (!is.double(x)) storage.mode(x) <- "double" # (it copies even a double matrix)
   x
 }
+
+# No NA, NaN or infinity in x: anyNA, min and max read x in place, where is.finite(x) would
+# allocate two logical copies of it and range() one copy (c(x)) (issue 21: those and an
+# unconditional storage.mode<- copy were ~2 ms of a 20000 x 8 k-means call).
+.all_finite <- function(x) !anyNA(x) && is.finite(min(x)) && is.finite(max(x))
 
 .as_vector <- function(v, name, n) {
   if (is.data.frame(v) && ncol(v) == 1L) v <- v[[1L]]
@@ -34,7 +39,7 @@
   if (!is.null(n) && length(v) != n) {
     stop(sprintf("%s has length %d, expected %d", name, length(v), n), call. = FALSE)
   }
-  if (anyNA(v) || any(!is.finite(v))) {
+  if (length(v) > 0L && !.all_finite(v)) {
     stop(sprintf("%s contains NA, NaN or infinite values", name), call. = FALSE)
   }
   as.double(v)

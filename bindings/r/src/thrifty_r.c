@@ -90,7 +90,8 @@ SEXP thrifty_r_kmeans_fit(SEXP x, SEXP weights, SEXP k_, SEXP init_, SEXP init_c
                                   opt_real(init_centers), as_size(n_init), as_size(max_iter), Rf_asReal(tol),
                                   Rf_asInteger(algorithm), as_seed(seed), as_size(threads), REAL(centers),
                                   INTEGER(cluster), REAL(withinss), REAL(init_out), &info));
-  for (size_t i = 0; i < n; i++) INTEGER(cluster)[i] += 1;
+  int *cl = INTEGER(cluster); /* one pointer fetch: INTEGER() is a function call per element */
+  for (size_t i = 0; i < n; i++) cl[i] += 1;
   const char *names[] = {"centers", "cluster", "withinss", "init_centers", "inertia", "totss",
                          "iter", "converged", "best_run", "n_distinct"};
   SEXP out = PROTECT(named_list(10, names));
@@ -113,7 +114,8 @@ SEXP thrifty_r_kmeans_predict(SEXP x, SEXP centers, SEXP threads) {
   SEXP out = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)n));
   check_status(thrifty_kmeans_predict(REAL(x), n, d, REAL(centers), k, THRIFTY_COL_MAJOR, as_size(threads),
                                       INTEGER(out)));
-  for (size_t i = 0; i < n; i++) INTEGER(out)[i] += 1;
+  int *lab = INTEGER(out);
+  for (size_t i = 0; i < n; i++) lab[i] += 1;
   UNPROTECT(1);
   return out;
 }

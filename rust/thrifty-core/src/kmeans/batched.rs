@@ -504,32 +504,41 @@ fn assign_pass<T: Real>(
                 if data.cancel.load(Ordering::Relaxed) {
                     return out; // the run returns Err(Interrupted) after the pass
                 }
+                // Both passes compact the kept rows without a branch (write every row, advance by
+                // the test): which rows stay uncertified looks random, and a branch per row
+                // mispredicted often enough to cost more than the test itself.
+                let m = up.len();
                 s.rows.clear();
+                s.rows.resize(m, 0);
                 da2s.clear();
+                da2s.resize(m, 0.0);
                 // Pass 1, read-only: the bounds as of now (stored + drift sums), keep the
                 // uncertified rows. A negative l is no information, like 0.
-                let lab = &labels[base..base + up.len()];
+                let lab = &labels[base..base + m];
+                // local slices: stores through them cannot alias the vectors' headers, so their
+                // pointers and lengths stay in registers
+                let (rows, kept_da2) = (&mut s.rows[..m], &mut da2s[..m]);
+                let per_cluster = &cert.per_cluster[..];
+                let mut kept = 0;
                 for (r, (&a, (&u, &l))) in lab.iter().zip(up.iter().zip(lo.iter())).enumerate() {
-                    let [grow, shrink, two_s, ratio] = cert.per_cluster[a as usize];
+                    let [grow, shrink, two_s, ratio] = per_cluster[a as usize];
                     let (u, l) = (u + grow, l - shrink);
-                    if ratio * l.max(two_s - u) < u {
-                        s.rows.push(base + r);
-                    }
+                    rows[kept] = base + r;
+                    kept += usize::from(ratio * l.max(two_s - u) < u);
                 }
                 // Pass 2: tighten u to the exact distance; keep the rows still uncertified.
-                let mut kept = 0;
-                for q in 0..s.rows.len() {
-                    let i = s.rows[q];
-                    let (r, a) = (i - base, labels[i] as usize);
-                    let [grow, shrink, two_s, ratio] = cert.per_cluster[a];
+                let pass1 = kept;
+                kept = 0;
+                for q in 0..pass1 {
+                    let i = rows[q];
+                    let (r, a) = (i - base, lab[i - base] as usize);
+                    let [grow, shrink, two_s, ratio] = per_cluster[a];
                     let da2 = data.dist2(i, &means[a * d..(a + 1) * d], cl.mnorm[a]);
                     let u = da2.sqrt();
                     up[r] = u - grow;
-                    if ratio * (lo[r] - shrink).max(two_s - u) < u {
-                        s.rows[kept] = i;
-                        da2s.push(da2);
-                        kept += 1;
-                    }
+                    rows[kept] = i;
+                    kept_da2[kept] = da2;
+                    kept += usize::from(ratio * (lo[r] - shrink).max(two_s - u) < u);
                 }
                 s.rows.truncate(kept);
                 out.certified = up.len() - kept;
@@ -561,8 +570,8 @@ fn assign_pass<T: Real>(
                     }
                     // Nearest other than a: v1 unless a itself is the nearest.
                     let other = if j1 == a { v2 } else { v1 };
-                    let [grow, shrink, _, _] = cert.per_cluster[a];
-                    up[local] = da2.sqrt() - grow;
+                    // (up[local] holds ‖x − c_a‖ − grow_a from pass 2 already)
+                    let shrink = cert.per_cluster[a][1];
                     lo[local] = lower_of(other) + shrink;
                     if f.hartigan {
                         // A Hartigan-only move needs join_b·d_b² < leave_a·d_a² for some b ≠ a; with

@@ -138,7 +138,7 @@ pub const SMALL_D_MAX: usize = 32;
 /// The centres transposed (`d × k`, row l holding coordinate l of every centre) when the tiles of
 /// this data type and dimension use [`small_d::partial_dists`], else empty (the GEMM path).
 pub fn small_d_centers<T: Real>(centers: &[T], k: usize, d: usize) -> Vec<T> {
-    if !small_d::available::<T>(d) {
+    if !small_d::tiles_available::<T>(d) {
         return Vec::new();
     }
     transpose(centers, k, d)
@@ -185,20 +185,50 @@ pub mod small_d {
         }
     }
 
+    /// Whether the distance tiles of `T` in `d` dimensions use [`partial_dists`]: float32 as
+    /// [`available`], and float64 too (issue 21: R's data are float64; at d = 8, k = 24 faer's
+    /// packing and edge handling cost more than the multiply-adds, as for float32). The fused
+    /// argmin ([`nearest`]) and the bound-free Lloyd pass over it stay float32 only.
+    pub fn tiles_available<T: Real>(d: usize) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            available::<T>(d)
+                || (TypeId::of::<T>() == TypeId::of::<f64>()
+                    && d <= SMALL_D_MAX
+                    && std::arch::is_x86_feature_detected!("avx512f"))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = d;
+            false
+        }
+    }
+
     /// `out[r·k + j] = cc_j − 2·rows_r·c_j` for the `m` rows (`m × d`, row-major) and the `k` centres
-    /// given transposed in `ct` (`d × k`). Returns false (nothing written) when [`available`] does
-    /// not hold for `T` and `d`.
+    /// given transposed in `ct` (`d × k`). Returns false (nothing written) when [`tiles_available`]
+    /// does not hold for `T` and `d`.
     pub fn partial_dists<T: Real>(rows: &[T], m: usize, d: usize, ct: &[T], cc: &[T], k: usize, out: &mut [T]) -> bool {
-        if !available::<T>(d) || rows.len() < m * d || ct.len() < d * k || cc.len() < k || out.len() < m * k {
+        if !tiles_available::<T>(d) || rows.len() < m * d || ct.len() < d * k || cc.len() < k || out.len() < m * k {
             return false;
         }
-        // SAFETY: T is f32 (checked by TypeId in `available`), so the slices reinterpret exactly.
-        let cast = |s: &[T]| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) };
-        let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f32, out.len()) };
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX-512F was detected at run time; the bounds were checked above.
-        unsafe {
-            avx512::partial_dists(cast(rows), m, d, cast(ct), cast(cc), k, out);
+        {
+            if TypeId::of::<T>() == TypeId::of::<f64>() {
+                // SAFETY: T is f64 (checked by TypeId), so the slices reinterpret exactly.
+                let cast = |s: &[T]| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f64, s.len()) };
+                let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f64, out.len()) };
+                // SAFETY: AVX-512F was detected at run time; the bounds were checked above.
+                unsafe { avx512_f64::partial_dists(cast(rows), m, d, cast(ct), cast(cc), k, out) };
+                return true;
+            }
+            // SAFETY: T is f32 (`tiles_available` holds and T is not f64), so the slices
+            // reinterpret exactly.
+            let cast = |s: &[T]| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) };
+            let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f32, out.len()) };
+            // SAFETY: AVX-512F was detected at run time; the bounds were checked above.
+            unsafe {
+                avx512::partial_dists(cast(rows), m, d, cast(ct), cast(cc), k, out);
+            }
         }
         true
     }
@@ -219,6 +249,96 @@ pub mod small_d {
             avx512::nearest(cast(rows), m, d, cast(ct), cast(cc), k, out);
         }
         true
+    }
+
+    /// [`avx512`]'s `partial_dists` for float64: 8 lanes per register, so a block is `R` rows ×
+    /// 32 centres (16 accumulators, as for float32). Each dot product is the same sequential FMA
+    /// chain over the coordinates, so its rounding is bounded as there (inside [`gemm_slack`]).
+    ///
+    /// [`gemm_slack`]: super::gemm_slack
+    #[cfg(target_arch = "x86_64")]
+    mod avx512_f64 {
+        use std::arch::x86_64::*;
+
+        /// Rows per register block.
+        const R: usize = 4;
+        /// Centres per block: 4 registers of 8 lanes.
+        const C: usize = 32;
+
+        /// Mask of the lanes of the 8-centre register starting at `j0` that exist (j < k).
+        #[inline(always)]
+        fn lanes(j0: usize, k: usize) -> __mmask8 {
+            if j0 >= k {
+                0
+            } else {
+                let w = (k - j0).min(8);
+                ((1u32 << w) - 1) as __mmask8
+            }
+        }
+
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn partial_dists(
+            rows: &[f64],
+            m: usize,
+            d: usize,
+            ct: &[f64],
+            cc: &[f64],
+            k: usize,
+            out: &mut [f64],
+        ) {
+            let mut r = 0;
+            while r + R <= m {
+                block::<R>(rows, r, d, ct, cc, k, out);
+                r += R;
+            }
+            while r < m {
+                block::<1>(rows, r, d, ct, cc, k, out);
+                r += 1;
+            }
+        }
+
+        /// Rows `r0..r0 + RB` against all centres, `C` centres (4 registers) at a time.
+        #[inline(always)]
+        unsafe fn block<const RB: usize>(
+            rows: &[f64],
+            r0: usize,
+            d: usize,
+            ct: &[f64],
+            cc: &[f64],
+            k: usize,
+            out: &mut [f64],
+        ) {
+            let x = rows.as_ptr().add(r0 * d);
+            let two = _mm512_set1_pd(2.0);
+            let mut j0 = 0;
+            while j0 < k {
+                let masks: [__mmask8; 4] = std::array::from_fn(|q| lanes(j0 + 8 * q, k));
+                let mut acc = [[_mm512_setzero_pd(); 4]; RB];
+                for l in 0..d {
+                    let c = ct.as_ptr().add(l * k + j0);
+                    // wrapping_add: a register past k is masked off entirely (no lane is read)
+                    let cv: [__m512d; 4] =
+                        std::array::from_fn(|q| _mm512_maskz_loadu_pd(masks[q], c.wrapping_add(8 * q)));
+                    for (rr, a) in acc.iter_mut().enumerate() {
+                        let xv = _mm512_set1_pd(*x.add(rr * d + l));
+                        for q in 0..4 {
+                            a[q] = _mm512_fmadd_pd(xv, cv[q], a[q]);
+                        }
+                    }
+                }
+                let ccv: [__m512d; 4] =
+                    std::array::from_fn(|q| _mm512_maskz_loadu_pd(masks[q], cc.as_ptr().wrapping_add(j0 + 8 * q)));
+                for (rr, a) in acc.iter().enumerate() {
+                    let o = out.as_mut_ptr().add((r0 + rr) * k + j0);
+                    for q in 0..4 {
+                        if masks[q] != 0 {
+                            _mm512_mask_storeu_pd(o.add(8 * q), masks[q], _mm512_fnmadd_pd(two, a[q], ccv[q]));
+                        }
+                    }
+                }
+                j0 += C;
+            }
+        }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -388,8 +508,25 @@ const TOP2_LANES: usize = 16;
 /// One branch-free pass keeping, per lane, the two smallest values and the chunk where the smallest
 /// was first met (a lane keeps its first occurrence: it only takes strictly smaller values), then a
 /// pairwise merge of the lanes. The same values as two minimum passes and a scan, without the scan.
+///
+/// float64 rows on a CPU with AVX-512F take [`top2_avx512::top2_f64`] (the same three values: they
+/// do not depend on the order the row is read in), the rest the portable loop below.
 #[inline]
 pub fn top2<T: Real>(row: &mut [T]) -> (usize, T, T) {
+    #[cfg(target_arch = "x86_64")]
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() && std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: T is f64 (checked by TypeId), so the slice reinterprets exactly.
+        let r = unsafe { std::slice::from_raw_parts(row.as_ptr() as *const f64, row.len()) };
+        // SAFETY: AVX-512F was detected at run time.
+        let (j, p1, p2) = unsafe { top2_avx512::top2_f64(r) };
+        return (j, T::of(p1), T::of(p2));
+    }
+    top2_portable(row)
+}
+
+/// [`top2`]'s portable loop (any type and CPU).
+#[inline]
+pub fn top2_portable<T: Real>(row: &mut [T]) -> (usize, T, T) {
     const L: usize = TOP2_LANES;
     let inf = T::infinity();
     let (mut m1, mut m2, mut at) = ([inf; L], [inf; L], [T::zero(); L]);
@@ -427,6 +564,100 @@ pub fn top2<T: Real>(row: &mut [T]) -> (usize, T, T) {
     // Without any value below ∞ (an empty row, or NaN everywhere) index 0, as a scan would give.
     let j1 = if p1 < inf { idx[0].as_f64() as usize } else { 0 };
     (j1, p1, p2)
+}
+
+/// [`top2`] for float64 rows in AVX-512 registers (issue 21: the portable loop spilled its lanes to
+/// the stack and merged them with scalar branches; it took a third of a small-d Hartigan run).
+///
+/// Two sets of 8 lanes (chunks of 8 values alternate between them, the last one masked with ∞)
+/// keep per lane the smallest value, its index (the first one: a lane only takes strictly smaller
+/// values, and its indices grow) and the second smallest value; then the 16 lanes are merged
+/// pairwise as in [`merge_lanes`] (smaller minimum, lower index on ties; second value the smaller
+/// of the winner's second and the loser's minimum). Any partition of the row into lanes gives the
+/// same three values, so the result is [`top2_portable`]'s bit for bit.
+#[cfg(target_arch = "x86_64")]
+mod top2_avx512 {
+    use std::arch::x86_64::*;
+
+    struct Lanes {
+        m1: __m512d,
+        m2: __m512d,
+        idx: __m512i,
+    }
+
+    #[inline(always)]
+    unsafe fn push(s: &mut Lanes, v: __m512d, jv: __m512i) {
+        let lt = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(v, s.m1);
+        // the value that does not become the minimum: the old minimum where v takes its place
+        let hi = _mm512_mask_blend_pd(lt, v, s.m1);
+        // hi < m2 ? hi : m2 (vminpd returns its second operand unless the first is smaller)
+        s.m2 = _mm512_min_pd(hi, s.m2);
+        s.idx = _mm512_mask_mov_epi64(s.idx, lt, jv);
+        s.m1 = _mm512_mask_mov_pd(s.m1, lt, v);
+    }
+
+    /// Lane l takes the better of lanes l and its partner in `b` (see [`super::merge_lanes`]).
+    #[inline(always)]
+    unsafe fn merge(a: &mut Lanes, b: &Lanes) {
+        let a_wins = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a.m1, b.m1)
+            | (_mm512_cmp_pd_mask::<_CMP_EQ_OQ>(a.m1, b.m1) & _mm512_cmplt_epi64_mask(a.idx, b.idx));
+        // b wins where a does not
+        let w2 = _mm512_mask_blend_pd(a_wins, b.m2, a.m2);
+        let lose1 = _mm512_mask_blend_pd(a_wins, a.m1, b.m1);
+        a.m1 = _mm512_mask_blend_pd(a_wins, b.m1, a.m1);
+        a.idx = _mm512_mask_blend_epi64(a_wins, b.idx, a.idx);
+        // lose1 < w2 ? lose1 : w2
+        a.m2 = _mm512_min_pd(lose1, w2);
+    }
+
+    #[inline(always)]
+    unsafe fn permuted(s: &Lanes, p: __m512i) -> Lanes {
+        Lanes {
+            m1: _mm512_permutexvar_pd(p, s.m1),
+            m2: _mm512_permutexvar_pd(p, s.m2),
+            idx: _mm512_permutexvar_epi64(p, s.idx),
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn top2_f64(row: &[f64]) -> (usize, f64, f64) {
+        let k = row.len();
+        let inf = _mm512_set1_pd(f64::INFINITY);
+        let fresh = || Lanes { m1: inf, m2: inf, idx: _mm512_setzero_si512() };
+        let (mut a, mut b) = (fresh(), fresh());
+        let step = _mm512_set1_epi64(8);
+        let mut jv = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+        let p = row.as_ptr();
+        let mut j = 0;
+        while j + 16 <= k {
+            push(&mut a, _mm512_loadu_pd(p.add(j)), jv);
+            jv = _mm512_add_epi64(jv, step);
+            push(&mut b, _mm512_loadu_pd(p.add(j + 8)), jv);
+            jv = _mm512_add_epi64(jv, step);
+            j += 16;
+        }
+        if j + 8 <= k {
+            push(&mut a, _mm512_loadu_pd(p.add(j)), jv);
+            jv = _mm512_add_epi64(jv, step);
+            j += 8;
+        }
+        if j < k {
+            let mask = ((1u32 << (k - j)) - 1) as __mmask8;
+            push(&mut b, _mm512_mask_loadu_pd(inf, mask, p.add(j)), jv);
+        }
+        merge(&mut a, &b);
+        let partner = permuted(&a, _mm512_setr_epi64(4, 5, 6, 7, 0, 1, 2, 3));
+        merge(&mut a, &partner);
+        let partner = permuted(&a, _mm512_setr_epi64(2, 3, 0, 1, 6, 7, 4, 5));
+        merge(&mut a, &partner);
+        let partner = permuted(&a, _mm512_setr_epi64(1, 0, 3, 2, 5, 4, 7, 6));
+        merge(&mut a, &partner);
+        let p1 = _mm512_cvtsd_f64(a.m1);
+        let p2 = _mm512_cvtsd_f64(a.m2);
+        let j1 = _mm_cvtsi128_si64(_mm512_castsi512_si128(a.idx)) as usize;
+        // Without any value below ∞ (an empty row, or NaN everywhere) index 0, as a scan would give.
+        (if p1 < f64::INFINITY { j1 } else { 0 }, p1, p2)
+    }
 }
 
 /// One level of [`top2`]'s merge: lane l takes the better of lanes l and l + `half` — the smaller
@@ -497,6 +728,7 @@ mod tests {
                 let mut sorted = row.clone();
                 sorted.sort_by(f64::total_cmp);
                 let (j1, p1, p2) = top2(&mut row.clone());
+                assert_eq!((j1, p1, p2), top2_portable(&mut row.clone()));
                 assert_eq!(p1, sorted[0]);
                 assert_eq!(p2, if len > 1 { sorted[1] } else { f64::INFINITY });
                 assert_eq!(j1, row.iter().position(|&v| v == sorted[0]).unwrap());
@@ -557,6 +789,66 @@ mod small_d_tests {
             assert!(j.iter().all(|&v| v == 0));
         }
         assert!(!small_d::available::<f64>(16));
+    }
+
+    #[test]
+    fn small_d_f64_tiles_match_the_gemm_within_the_slack() {
+        for &(m, d, k) in &[(256usize, 8usize, 24usize), (7, 3, 5), (37, 32, 130), (1, 1, 1), (9, 16, 17), (13, 12, 48)]
+        {
+            let x: Vec<f64> = (0..m * d).map(|i| ((i * 7919) % 101) as f64 / 10.0 - 5.0).collect();
+            let c: Vec<f64> = (0..k * d).map(|i| ((i * 104729) % 97) as f64 / 9.0 - 5.0).collect();
+            let cc: Vec<f64> = c.chunks_exact(d).map(sq_norm).collect();
+            let ct = small_d_centers(&c, k, d);
+            assert_eq!(ct.is_empty(), !small_d::tiles_available::<f64>(d));
+            if ct.is_empty() {
+                continue;
+            }
+            let mut g = Scratch::new(d, k);
+            g.rows.extend(0..m);
+            tile_partial_dists(&x, d, &c, &[], &cc, k, &mut g); // the GEMM
+            let mut s = Scratch::new(d, k);
+            s.rows.extend((0..m).rev()); // packed rows
+            tile_partial_dists(&x, d, &c, &ct, &cc, k, &mut s);
+            for (r, &i) in s.rows.iter().enumerate() {
+                let xx = sq_norm(&x[i * d..(i + 1) * d]);
+                for j in 0..k {
+                    let exact = sq_dist(&x[i * d..(i + 1) * d], &c[j * d..(j + 1) * d]);
+                    let slack = gemm_slack::<f64>(xx, cc[j], d);
+                    let v = s.dots[r * k + j];
+                    assert!((xx + v - exact).abs() <= slack, "m={m} d={d} k={k}");
+                    assert!((v - g.dots[i * k + j]).abs() <= slack, "m={m} d={d} k={k}");
+                }
+            }
+        }
+        assert!(!small_d::tiles_available::<f64>(SMALL_D_MAX + 1));
+    }
+
+    #[test]
+    #[ignore]
+    fn time_small_d_f64_against_the_gemm() {
+        for &(d, k) in &[(8usize, 24usize), (12, 48), (16, 64), (32, 32), (32, 64)] {
+            let m = 256;
+            let x: Vec<f64> = (0..m * d).map(|i| ((i * 7919) % 101) as f64 / 10.0 - 5.0).collect();
+            let c: Vec<f64> = (0..k * d).map(|i| ((i * 104729) % 97) as f64 / 9.0 - 5.0).collect();
+            let cc: Vec<f64> = c.chunks_exact(d).map(sq_norm).collect();
+            let ct = transpose(&c, k, d);
+            let mut s = Scratch::new(d, k);
+            s.rows.extend(0..m);
+            let reps = 4000;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                tile_partial_dists(&x, d, &c, &[], &cc, k, &mut s);
+                std::hint::black_box(&s.dots);
+            }
+            let tg = t.elapsed().as_secs_f64() / reps as f64;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                small_d::partial_dists(&x, m, d, &ct, &cc, k, &mut s.dots);
+                std::hint::black_box(&s.dots);
+            }
+            let th = t.elapsed().as_secs_f64() / reps as f64;
+            println!("f64 d={d} k={k}: gemm tile {:.2} us, small-d kernel {:.2} us", tg * 1e6, th * 1e6);
+        }
     }
 
     #[test]
