@@ -47,11 +47,13 @@ one_mixture <- function(m) {
     ours <- best(function() hartigan_kmeans(x, init, tol = 0, threads = 1))
     ours_tol <- best(function() hartigan_kmeans(x, init, threads = 1))       # default tol = 1e-4
     ours_ll <- best(function() hartigan_kmeans(x, init, algorithm = "lloyd", tol = 0, threads = 1))
-    hw <- best(function() stats::kmeans(x, init, iter.max = 1000L, algorithm = "Hartigan-Wong"))
+    # ifault 4: HW's quick-transfer stage hit its step limit (R warns and returns its partition, which
+    # is what an R user gets): recorded, not fatal
+    hw <- best(function() suppressWarnings(stats::kmeans(x, init, iter.max = 1000L, algorithm = "Hartigan-Wong")))
     ll <- best(function() stats::kmeans(x, init, iter.max = 1000L, algorithm = "Lloyd"))
-    stopifnot(hw$fit$ifault == 0L, ll$fit$iter < 1000L, ours$fit$converged)
+    stopifnot(hw$fit$ifault %in% c(0L, 4L), ll$fit$iter < 1000L, ours$fit$converged)
     rows <- rbind(rows, data.frame(
-      seed = r, hw_t = hw$t, hw_it = hw$fit$iter, hw_ss = hw$fit$tot.withinss,
+      seed = r, hw_t = hw$t, hw_it = hw$fit$iter, hw_ss = hw$fit$tot.withinss, hw_ifault = hw$fit$ifault,
       ours_t = ours$t, ours_it = ours$fit$iter, ours_ss = ours$fit$tot.withinss,
       ourstol_t = ours_tol$t, ourstol_it = ours_tol$fit$iter, ourstol_ss = ours_tol$fit$tot.withinss,
       ll_t = ll$t, ll_it = ll$fit$iter, ll_ss = ll$fit$tot.withinss,
