@@ -32,6 +32,16 @@ if limit:
 import numpy as np
 from thrifty.dpp import LEnsemble, ProjectionDPP, orthonormalize
 rng = np.random.default_rng(0)
+
+
+def report(calls):
+    # one line per call: "ok" or the MemoryError's first words
+    for call in calls:
+        try:
+            call()
+            print("ok")
+        except MemoryError as e:
+            print("MemoryError:", str(e)[:60])
 """
 
 
@@ -105,12 +115,7 @@ def test_buffers_that_follow_the_input_are_memory_errors_under_a_limit() -> None
             lambda: ProjectionDPP(np.eye(6000), check="exact"),
             lambda: select_mutual_information(np.eye(5500), 3),
         ]
-        for call in calls:
-            try:
-                call()
-                print("ok")
-            except MemoryError as e:
-                print("MemoryError:", str(e)[:60])
+        report(calls)
     """)
     lines = out.strip().splitlines()
     assert len(lines) == 4 and all(line.startswith("MemoryError: cannot allocate") for line in lines), out
@@ -130,12 +135,7 @@ def test_kernel_partition_stratified_and_proposal_buffers_are_memory_errors_unde
             lambda: _core.dpp_proposal_pairs(0, 0, 100_000_000, 1.0),
             lambda: _core.dpp_proposal_pairs(0, 0, 2**62, 1.0),
         ]
-        for call in calls:
-            try:
-                call()
-                print("ok")
-            except MemoryError as e:
-                print("MemoryError:", str(e)[:60])
+        report(calls)
     """)
     lines = out.strip().splitlines()
     assert len(lines) == 4 and all(line.startswith("MemoryError: cannot allocate") for line in lines), out
@@ -158,12 +158,7 @@ def test_a_threads_first_matrix_product_is_checked_against_the_limit() -> None:
             tall_variance,
             lambda: ProjectionDPP(np.eye(40)[:, :5]).sample(random_state=0),
         ]
-        for call in calls:
-            try:
-                call()
-                print("ok")
-            except MemoryError as e:
-                print("MemoryError:", str(e)[:60])
+        report(calls)
     """)
     lines = out.strip().splitlines()
     assert len(lines) == 3 and all(line == "ok" or line.startswith("MemoryError: ") for line in lines), out
