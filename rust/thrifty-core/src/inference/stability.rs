@@ -308,7 +308,23 @@ mod tests {
         let (x, y) = data(n, p, 5);
         let d = Data::new(&x, n, p, &y, None).unwrap();
         let mut r = rng::stream(9, 0);
-        let boots: Vec<Vec<usize>> = (0..reps).map(|_| (0..n).map(|_| rng::below(&mut r, n)).collect()).collect();
+        let sub = std::env::var("PROFILE_M").ok().and_then(|v| v.parse::<usize>().ok());
+        let boots: Vec<Vec<usize>> = (0..reps)
+            .map(|_| match sub {
+                None => (0..n).map(|_| rng::below(&mut r, n)).collect(),
+                Some(m) => {
+                    let mut idx: Vec<usize> = (0..n).collect();
+                    for i in 0..m {
+                        let pick = i + rng::below(&mut r, n - i);
+                        idx.swap(i, pick);
+                    }
+                    idx.truncate(m);
+                    idx
+                }
+            })
+            .collect();
+        let n = boots[0].len();
+        println!("rows per resample: {n}");
         let mut s = Scratch::default();
         let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / reps as f64;
         let t = Instant::now();
