@@ -133,20 +133,20 @@ fn iterate_k<const K: usize>(
                     v += li[l] * rm[l][j];
                 }
                 oi[j] = v;
+                colsq[j] += v * v;
             }
         }
-        for oi in lam.chunks_exact(K) {
-            for j in 0..K {
-                colsq[j] += oi[j] * oi[j];
-            }
+        // B = Lᵀ(Λ³ − Λ·diag(colsq/p)) (one division per column, not per entry)
+        let mut cp = [0.0; K];
+        for j in 0..K {
+            cp[j] = colsq[j] / p as f64;
         }
-        // B = Lᵀ(Λ³ − Λ·diag(colsq)/p)
         let mut b = [[0.0; K]; K];
         for (li, oi) in ln.chunks_exact(K).zip(lam.chunks_exact(K)) {
             let mut t = [0.0; K];
             for j in 0..K {
                 let x = oi[j];
-                t[j] = x * x * x - x * colsq[j] / p as f64;
+                t[j] = x * x * x - x * cp[j];
             }
             for a in 0..K {
                 for c in 0..K {
@@ -297,7 +297,8 @@ fn polar_from<const K: usize>(b: &[[f64; K]; K], v: &mut [[f64; K]; K], q: &mut 
                     be += a[j][t] * a[j][t];
                     ga += a[i][t] * a[j][t];
                 }
-                if !(ga.abs() > f64::EPSILON * (al * be).sqrt()) {
+                // |γ| > ε√(αβ), squared (no square root on the sweep that only checks)
+                if !(ga * ga > f64::EPSILON * f64::EPSILON * (al * be)) {
                     continue;
                 }
                 rotated = true;
