@@ -172,7 +172,10 @@ rotation_stability <- function(x, y, ncomp, n_boot = 1000L, conf.level = 0.95, s
   k <- .count(ncomp, "ncomp", 2, min(8, ncol(xm), n - 2))
   b <- .count(n_boot, "n_boot", 1)
   level <- .number(conf.level, "conf.level", 0, 1)
-  resample <- match.arg(resample)
+  if (identical(resample, c("bootstrap", "subsample"))) resample <- "bootstrap"
+  if (!is.character(resample) || length(resample) != 1L || !resample %in% c("bootstrap", "subsample")) {
+    stop('resample must be "bootstrap" or "subsample"', call. = FALSE)
+  }
   if (!is.numeric(subsample_rate) || length(subsample_rate) != 1L || !is.finite(subsample_rate) ||
       subsample_rate <= 0 || subsample_rate > 1) {
     stop("subsample_rate must be a number in (0, 1]", call. = FALSE)
