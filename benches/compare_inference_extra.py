@@ -12,7 +12,9 @@ Rows:
 - PLS-SVD: weights and singular values against ``pls3_fit``; null size, power and p-value agreement of
   ``pls_svd_test`` against ``pls3_confirmatory_test(test_method="split_exact")`` on the same data; time.
 - ``select_n_components`` against ``pls1_find_k_optimal`` (1-SE rule both): share picking the planted K; time.
-- ``rotation_stability`` against ``pls1_rotation_stability``: time at n_boot = 1000 (different summaries).
+- ``rotation_stability`` against ``pls1_rotation_stability``: time at n_boot = 1000 (different summaries),
+  (a) at the defaults (thrifty bootstraps n rows, plskit subsamples m = ceil(n^0.7)) and (b) at equal
+  work (thrifty ``resample="subsample"`` at the same m).
 """
 
 from __future__ import annotations
@@ -137,17 +139,42 @@ def select_rows(plskit, reps):
     print(f"time, n=1000 p=200 k_max=10: thrifty {t:.3f} s, plskit {t_p:.3f} s, ratio {t_p / t:.2f}x")
 
 
-def stability_rows(plskit):
+def stability_rows(plskit, reps=7):
+    """(a) defaults: thrifty's bootstrap of n rows vs plskit's m-out-of-n subsamples; (b) equal work:
+    thrifty ``resample="subsample"`` at plskit's m = ceil(n ** 0.7). The runs alternate (thrifty a,
+    thrifty b, plskit) so load hits all three alike; ratios are plskit / thrifty of the medians."""
+    import time
+
     from thrifty.inference import rotation_stability
 
     print("\n== rotation stability ==")
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 50))
-    y = X[:, 0] + X[:, 1] + rng.normal(size=300)
-    t = median_time(lambda: rotation_stability(X, y, 3, n_boot=1000, random_state=0, n_jobs=1), 3)
-    t_p = median_time(lambda: plskit.pls1_rotation_stability(X, y, 3, n_boot=1000, seed=0), 3)
-    print(f"time, n=300 p=50 k=3 n_boot=1000: thrifty {t:.3f} s, plskit {t_p:.3f} s, ratio {t_p / t:.2f}x "
-          "(thrifty: per-axis Tucker congruence of bootstrap varimax axes; plskit: subsampling variance ratios)")
+    n, p, k, B = 300, 50, 3, 1000
+    X = rng.normal(size=(n, p))
+    y = X[:, 0] + X[:, 1] + rng.normal(size=n)
+    m_p = plskit.pls1_rotation_stability(X, y, k, n_boot=100, seed=0).m
+    runs = {
+        "boot": lambda: rotation_stability(X, y, k, n_boot=B, random_state=0, n_jobs=1),
+        "sub": lambda: rotation_stability(X, y, k, n_boot=B, resample="subsample", random_state=0, n_jobs=1),
+        "plskit": lambda: plskit.pls1_rotation_stability(X, y, k, n_boot=B, seed=0),
+    }
+    m_t = runs["sub"]().m
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(reps):
+        for name, fn in runs.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    med = {name: float(np.median(ts)) for name, ts in times.items()}
+    print(f"n={n} p={p} k={k} n_boot={B}, one thread, medians of {reps} alternating runs "
+          f"(load {os.getloadavg()[0]:.2f}); plskit m = {m_p}, thrifty subsample m = {m_t}")
+    print(f"(a) defaults:   thrifty bootstrap (n={n} rows) {med['boot']:.4f} s, plskit (m={m_p}) "
+          f"{med['plskit']:.4f} s, ratio plskit/thrifty {med['plskit'] / med['boot']:.2f}x")
+    print(f"(b) equal work: thrifty subsample (m={m_t}) {med['sub']:.4f} s, plskit (m={m_p}) "
+          f"{med['plskit']:.4f} s, ratio plskit/thrifty {med['plskit'] / med['sub']:.2f}x")
+    print(f"per resample: thrifty bootstrap {1e6 * med['boot'] / B:.1f} us, subsample {1e6 * med['sub'] / B:.1f} us, "
+          f"plskit {1e6 * med['plskit'] / B:.1f} us (thrifty: per-axis Tucker congruence of the resample varimax "
+          "axes; plskit: subsampling variance ratios)")
 
 
 def main() -> int:

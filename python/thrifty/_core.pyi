@@ -436,7 +436,8 @@ def inference_cv_curve(
     x: _F2, y: _F1, k_max: int, keep: int, n_folds: int, seed: int, n_jobs: int | None = None
 ) -> CvCurveDict: ...
 def inference_rotation_stability(
-    x: _F2, y: _F1, n_components: int, n_boot: int, seed: int, n_jobs: int | None = None
+    x: _F2, y: _F1, n_components: int, n_boot: int, seed: int, n_jobs: int | None = None,
+    subsample_m: int | None = None,
 ) -> StabilityDict: ...
 
 class ReplicatesDict(TypedDict):

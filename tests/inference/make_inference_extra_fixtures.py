@@ -65,6 +65,9 @@ CASES: dict[str, tuple[str, list[Any], dict[str, Any], dict[str, Any]]] = {
     "stability_k3": ("rotation_stability", ["@x_factor", "@y_factor", 3], {"n_boot": 40, "confidence_level": 0.9,
                                                                           "random_state": 73},
                      {"x": "@x_factor", "y": "@y_factor", "ncomp": 3, "n_boot": 40, "conf.level": 0.9, "seed": 73}),
+    "stability_subsample": ("rotation_stability", ["@x", "@y", 2], {"n_boot": 50, "resample": "subsample",
+                                                                   "subsample_rate": 0.8, "random_state": 76},
+                            {"ncomp": 2, "n_boot": 50, "resample": "subsample", "subsample_rate": 0.8, "seed": 76}),
     "intervals": ("coefficient_intervals", ["@x", "@y"], {"n_boot": 80, "random_state": 74}, {"n_boot": 80, "seed": 74}),
     "intervals_k2_weighted": (
         "coefficient_intervals", ["@x", "@y", 2],

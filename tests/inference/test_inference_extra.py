@@ -296,6 +296,46 @@ def test_rotation_stability_reference_axes_are_the_varimax_of_the_pls_weights():
     np.testing.assert_allclose(res.axes, varimax(res.weights).loadings, atol=1e-10)
 
 
+def test_rotation_stability_subsample_reads_stable_and_unstable_axes():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 12))
+    y = X[:, 0] + X[:, 6] + rng.normal(scale=0.5, size=300)
+    res = rotation_stability(X, y, 2, n_boot=200, resample="subsample", random_state=0)
+    assert (res.resample, res.m) == ("subsample", 55)  # ceil(300 ** 0.7), plskit's m
+    assert res.congruence.shape == (200, 2)
+    assert np.all((res.congruence >= 0) & (res.congruence <= 1 + 1e-12))
+    # the planted axis replicates on 55-row subsamples, the noise axis does not
+    assert res.mean[0] > 0.9 and res.mean[1] < 0.85
+    boot = rotation_stability(X, y, 2, n_boot=200, random_state=0)
+    assert (boot.resample, boot.m) == ("bootstrap", 300)
+    assert not np.array_equal(res.congruence, boot.congruence)
+    # the reference is the same fit on all rows
+    np.testing.assert_array_equal(res.axes, boot.axes)
+    one = rotation_stability(X, y, 2, n_boot=50, resample="subsample", subsample_rate=0.8, random_state=5, n_jobs=1)
+    two = rotation_stability(X, y, 2, n_boot=50, resample="subsample", subsample_rate=0.8, random_state=5, n_jobs=2)
+    assert one.m == 96
+    np.testing.assert_array_equal(one.congruence, two.congruence)
+    np.testing.assert_array_equal(one.congruence_unrotated, two.congruence_unrotated)
+    # rate 1 draws every row: each resample is the full fit
+    full = rotation_stability(X, y, 2, n_boot=3, resample="subsample", subsample_rate=1.0, random_state=5)
+    assert full.m == 300
+    np.testing.assert_allclose(full.congruence, 1.0, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("kw", "err", "match"),
+    [({"resample": "jackknife"}, ValueError, "resample"), ({"resample": 1}, TypeError, "resample"),
+     ({"resample": "subsample", "subsample_rate": 0.2}, ValueError, "subsample_rate"),
+     ({"resample": "subsample", "subsample_rate": 0.0}, ValueError, "subsample_rate"),
+     ({"resample": "subsample", "subsample_rate": 1.5}, ValueError, "subsample_rate"),
+     ({"subsample_rate": "0.7"}, TypeError, "subsample_rate")],
+)
+def test_rotation_stability_resample_arguments(kw, err, match):
+    X, y = null_design("iid", 40, 12, np.random.default_rng(0))
+    with pytest.raises(err, match=match):
+        rotation_stability(X, y, 3, n_boot=5, **kw)
+
+
 @pytest.mark.parametrize("kw", [{"n_components": 1}, {"n_components": 9}, {"n_boot": 0}, {"confidence_level": 1.0}])
 def test_rotation_stability_bad_input(kw):
     X, y = null_design("iid", 40, 12, np.random.default_rng(0))

@@ -128,27 +128,33 @@ print.thrifty_n_components <- function(x, ...) {
   invisible(x)
 }
 
-#' Bootstrap stability of the varimax axes of a PLS1 fit
+#' Resampling stability of the varimax axes of a PLS1 fit
 #'
 #' The subspace test is rotation invariant, so a p-value belongs to the subspace, not to an axis;
 #' this diagnostic says whether the individual varimax axes replicate. The PLS1 weights of
 #' \code{ncomp} components fitted on all rows (standardised) are varimax-rotated (Kaiser) into
-#' the reference axes. Every bootstrap resample (n rows with replacement, its own
-#' standardisation) is refitted and rotated, its axes are matched to the reference by the signed
-#' permutation maximising the summed |Tucker congruence|, and the congruence of each matched axis
-#' is recorded; the unrotated weights are matched the same way. Identical to the Python
-#' \code{thrifty.inference.rotation_stability} for the same seed.
+#' the reference axes. Every resample (a bootstrap of n rows with replacement, or with
+#' \code{resample = "subsample"} an m-out-of-n subsample of \code{m = ceiling(n^subsample_rate)}
+#' rows without replacement; each with its own standardisation) is refitted and rotated, its axes
+#' are matched to the reference by the signed permutation maximising the summed |Tucker
+#' congruence|, and the congruence of each matched axis is recorded; the unrotated weights are
+#' matched the same way. Identical to the Python \code{thrifty.inference.rotation_stability} for
+#' the same seed.
 #'
 #' @inheritParams subspace_test
 #' @param ncomp Number of axes, 2 <= ncomp <= min(8, p, n - 2).
-#' @param n_boot Bootstrap resamples.
+#' @param n_boot Number of resamples.
 #' @param conf.level Level of the percentile interval per axis.
+#' @param resample \code{"bootstrap"} (n rows with replacement) or \code{"subsample"} (m rows
+#'   without replacement).
+#' @param subsample_rate Subsample size exponent in (0, 1], with ncomp + 2 <= m <= n (used only
+#'   with \code{resample = "subsample"}).
 #' @return A list of class \code{"thrifty_rotation_stability"}: \code{axes} and \code{weights}
 #'   (p x ncomp: the reference varimax axes and the unrotated weights), \code{congruence} and
 #'   \code{congruence_unrotated} (n_boot x ncomp; NA rows where a resample's fit degenerated),
 #'   \code{mean} and \code{mean_unrotated} (per axis), \code{ci} (ncomp x 2 percentile interval),
 #'   \code{share_fair} (share of resamples with congruence >= 0.85), \code{conf.level},
-#'   \code{n_boot}, \code{seed}.
+#'   \code{n_boot}, \code{resample}, \code{m} (rows per resample), \code{seed}.
 #' @examples
 #' set.seed(5)
 #' x <- matrix(rnorm(300 * 12), 300, 12)
@@ -157,7 +163,8 @@ print.thrifty_n_components <- function(x, ...) {
 #' rs$mean
 #' @export
 rotation_stability <- function(x, y, ncomp, n_boot = 1000L, conf.level = 0.95, seed = NULL,
-                               threads = getOption("thrifty.threads", 2L)) {
+                               threads = getOption("thrifty.threads", 2L), resample = c("bootstrap", "subsample"),
+                               subsample_rate = 0.7) {
   xm <- .as_data_matrix(x, "x")
   n <- nrow(xm)
   yv <- .as_vector(y, "y", n)
@@ -165,8 +172,25 @@ rotation_stability <- function(x, y, ncomp, n_boot = 1000L, conf.level = 0.95, s
   k <- .count(ncomp, "ncomp", 2, min(8, ncol(xm), n - 2))
   b <- .count(n_boot, "n_boot", 1)
   level <- .number(conf.level, "conf.level", 0, 1)
+  if (identical(resample, c("bootstrap", "subsample"))) resample <- "bootstrap"
+  if (!is.character(resample) || length(resample) != 1L || !resample %in% c("bootstrap", "subsample")) {
+    stop('resample must be "bootstrap" or "subsample"', call. = FALSE)
+  }
+  if (!is.numeric(subsample_rate) || length(subsample_rate) != 1L || !is.finite(subsample_rate) ||
+      subsample_rate <= 0 || subsample_rate > 1) {
+    stop("subsample_rate must be a number in (0, 1]", call. = FALSE)
+  }
+  m <- n
+  if (resample == "subsample") {
+    m <- ceiling(n^subsample_rate)
+    if (m < k + 2 || m > n) {
+      stop(sprintf("subsample_rate = %g gives m = %d rows, outside [ncomp + 2, n] = [%d, %d]", subsample_rate, m,
+                   k + 2, n), call. = FALSE)
+    }
+  }
   seed <- .seed(seed)
-  r <- .Call(thrifty_r_rotation_stability, xm, yv, k, b, seed, .threads(threads))
+  r <- .Call(thrifty_r_rotation_stability, xm, yv, k, b, if (resample == "subsample") m else 0, seed,
+             .threads(threads))
   rot <- r$congruence
   tail <- (1 - level) / 2
   structure(list(axes = r$axes, weights = r$weights, congruence = rot,
@@ -174,14 +198,14 @@ rotation_stability <- function(x, y, ncomp, n_boot = 1000L, conf.level = 0.95, s
                  mean = colMeans(rot, na.rm = TRUE), mean_unrotated = colMeans(r$congruence_unrotated, na.rm = TRUE),
                  ci = t(apply(rot, 2, stats::quantile, probs = c(tail, 1 - tail), na.rm = TRUE, names = FALSE)),
                  share_fair = colMeans(!is.na(rot) & rot >= 0.85), conf.level = level, n_boot = as.integer(b),
-                 seed = seed),
+                 resample = resample, m = as.integer(m), seed = seed),
             class = "thrifty_rotation_stability")
 }
 
 #' @export
 print.thrifty_rotation_stability <- function(x, ...) {
-  cat(sprintf("Rotation stability of %d varimax axes (%d resamples, seed %s)\n", ncol(x$axes), x$n_boot,
-              format(x$seed, scientific = FALSE)))
+  cat(sprintf("Rotation stability of %d varimax axes (%d %s resamples of %d rows, seed %s)\n", ncol(x$axes),
+              x$n_boot, x$resample, x$m, format(x$seed, scientific = FALSE)))
   print(data.frame(axis = seq_along(x$mean), mean = x$mean, ci_low = x$ci[, 1], ci_high = x$ci[, 2],
                    share_fair = x$share_fair, mean_unrotated = x$mean_unrotated), row.names = FALSE)
   invisible(x)

@@ -327,12 +327,12 @@ SEXP thrifty_r_select_n_components(SEXP x, SEXP y, SEXP k_max, SEXP keep, SEXP n
   return out;
 }
 
-SEXP thrifty_r_rotation_stability(SEXP x, SEXP y, SEXP k_, SEXP n_boot, SEXP seed, SEXP threads) {
-  size_t n = (size_t)Rf_nrows(x), p = (size_t)Rf_ncols(x), k = as_size(k_), b = as_size(n_boot);
+SEXP thrifty_r_rotation_stability(SEXP x, SEXP y, SEXP k_, SEXP n_boot, SEXP m_, SEXP seed, SEXP threads) {
+  size_t n = (size_t)Rf_nrows(x), p = (size_t)Rf_ncols(x), k = as_size(k_), b = as_size(n_boot), m = as_size(m_);
   SEXP rot = PROTECT(real_matrix(b, k)), unrot = PROTECT(real_matrix(b, k));
   SEXP axes = PROTECT(real_matrix(p, k)), w = PROTECT(real_matrix(p, k));
   check_status(thrifty_rotation_stability(REAL(x), n, p, THRIFTY_COL_MAJOR, REAL(y), (int64_t)k, (int64_t)b,
-                                          as_seed(seed), (int64_t)Rf_asReal(threads), REAL(rot), REAL(unrot),
+                                          (int64_t)m, as_seed(seed), (int64_t)Rf_asReal(threads), REAL(rot), REAL(unrot),
                                           REAL(axes), REAL(w)));
   const char *names[] = {"congruence", "congruence_unrotated", "axes", "weights"};
   SEXP out = PROTECT(named_list(4, names));
@@ -507,7 +507,7 @@ static const R_CallMethodDef call_methods[] = {
     {"thrifty_r_spls_basis", (DL_FUNC)&thrifty_r_spls_basis, 5},
     {"thrifty_r_pls_svd_test", (DL_FUNC)&thrifty_r_pls_svd_test, 3},
     {"thrifty_r_select_n_components", (DL_FUNC)&thrifty_r_select_n_components, 7},
-    {"thrifty_r_rotation_stability", (DL_FUNC)&thrifty_r_rotation_stability, 6},
+    {"thrifty_r_rotation_stability", (DL_FUNC)&thrifty_r_rotation_stability, 7},
     {"thrifty_r_subsample_replicates", (DL_FUNC)&thrifty_r_subsample_replicates, 8},
     {"thrifty_r_orthonormalize", (DL_FUNC)&thrifty_r_orthonormalize, 2},
     {"thrifty_r_projection_sample", (DL_FUNC)&thrifty_r_projection_sample, 6},

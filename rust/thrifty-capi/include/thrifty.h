@@ -607,12 +607,13 @@ int32_t thrifty_select_n_components(const double *x,
                                     double *mean_out,
                                     double *se_out);
 
-// Bootstrap stability of the varimax axes of a PLS1 fit (see `thrifty.inference.
+// Resampling stability of the varimax axes of a PLS1 fit (see `thrifty.inference.
 // rotation_stability`): the k = `n_components` PLS1 weights fitted on all rows (standardised) are
-// varimax-rotated into reference axes; every one of `n_boot` resamples (rows with replacement,
-// drawn from `seed`) is refitted and rotated, matched to the reference by the signed permutation
-// maximising the summed |Tucker congruence|, and the congruence of each matched axis recorded.
-// `n_components` in [2, min(8, p, n − 2)], `n_boot` ≥ 1.
+// varimax-rotated into reference axes; every one of `n_boot` resamples (drawn from `seed`: n rows
+// with replacement when `subsample_m` is 0, else `subsample_m` rows without replacement) is refitted
+// and rotated, matched to the reference by the signed permutation maximising the summed |Tucker
+// congruence|, and the congruence of each matched axis recorded. `n_components` in
+// [2, min(8, p, n − 2)], `n_boot` ≥ 1, `subsample_m` 0 or in [k + 2, n] (Python uses m = ⌈n^rate⌉).
 //
 // Outputs (NULL skips one), in `layout`: `congruence_out` and `congruence_unrotated_out`
 // (n_boot × k; NaN rows where a resample's fit degenerated), `axes_out` and `weights_out` (p × k:
@@ -624,6 +625,7 @@ int32_t thrifty_rotation_stability(const double *x,
                                    const double *y,
                                    int64_t n_components,
                                    int64_t n_boot,
+                                   int64_t subsample_m,
                                    uint64_t seed,
                                    int64_t n_threads,
                                    double *congruence_out,

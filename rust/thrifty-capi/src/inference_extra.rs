@@ -184,12 +184,13 @@ pub unsafe extern "C" fn thrifty_select_n_components(
     })
 }
 
-/// Bootstrap stability of the varimax axes of a PLS1 fit (see `thrifty.inference.
+/// Resampling stability of the varimax axes of a PLS1 fit (see `thrifty.inference.
 /// rotation_stability`): the k = `n_components` PLS1 weights fitted on all rows (standardised) are
-/// varimax-rotated into reference axes; every one of `n_boot` resamples (rows with replacement,
-/// drawn from `seed`) is refitted and rotated, matched to the reference by the signed permutation
-/// maximising the summed |Tucker congruence|, and the congruence of each matched axis recorded.
-/// `n_components` in [2, min(8, p, n − 2)], `n_boot` ≥ 1.
+/// varimax-rotated into reference axes; every one of `n_boot` resamples (drawn from `seed`: n rows
+/// with replacement when `subsample_m` is 0, else `subsample_m` rows without replacement) is refitted
+/// and rotated, matched to the reference by the signed permutation maximising the summed |Tucker
+/// congruence|, and the congruence of each matched axis recorded. `n_components` in
+/// [2, min(8, p, n − 2)], `n_boot` ≥ 1, `subsample_m` 0 or in [k + 2, n] (Python uses m = ⌈n^rate⌉).
 ///
 /// Outputs (NULL skips one), in `layout`: `congruence_out` and `congruence_unrotated_out`
 /// (n_boot × k; NaN rows where a resample's fit degenerated), `axes_out` and `weights_out` (p × k:
@@ -204,6 +205,7 @@ pub unsafe extern "C" fn thrifty_rotation_stability(
     y: *const f64,
     n_components: i64,
     n_boot: i64,
+    subsample_m: i64,
     seed: u64,
     n_threads: i64,
     congruence_out: *mut f64,
@@ -215,9 +217,19 @@ pub unsafe extern "C" fn thrifty_rotation_stability(
         let (xs, ys, _) = xyw(x, n, p, layout, y, std::ptr::null())?;
         let k = at_least(n_components, "n_components", 2)?;
         let b = at_least(n_boot, "n_boot", 1)?;
+        let resample = match at_least(subsample_m, "subsample_m", 0)? {
+            0 => stability::Resample::Bootstrap,
+            m if m < k + 2 || m > n => {
+                return Err(Fail::invalid(
+                    "subsample_m",
+                    format!("must be 0 or in [n_components + 2, n] = [{}, {n}], got {m}", k + 2),
+                ))
+            }
+            m => stability::Resample::Subsample { m },
+        };
         let jobs = threads(at_least(n_threads, "n_threads", 0)?);
         let s = enter(jobs, |cancel: &AtomicBool| {
-            stability::rotation_stability(&Data::new(&xs, n, p, ys, None)?, k, b, seed, cancel)
+            stability::rotation_stability(&Data::new(&xs, n, p, ys, None)?, k, b, resample, seed, cancel)
         })?;
         put_matrix(congruence_out, &s.rotated, b, k, layout, "congruence_out")?;
         put_matrix(congruence_unrotated_out, &s.unrotated, b, k, layout, "congruence_unrotated_out")?;

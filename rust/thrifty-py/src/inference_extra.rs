@@ -183,9 +183,11 @@ fn inference_cv_curve<'py>(
     })
 }
 
-/// Bootstrap congruences of the varimax axes (and of the unrotated weights) of a k-component PLS1 fit.
+/// Resample congruences of the varimax axes (and of the unrotated weights) of a k-component PLS1 fit:
+/// bootstrap (n rows with replacement) when `subsample_m` is None, else m-out-of-n subsamples.
 #[pyfunction]
-#[pyo3(signature = (x, y, n_components, n_boot, seed, n_jobs=None))]
+#[pyo3(signature = (x, y, n_components, n_boot, seed, n_jobs=None, subsample_m=None))]
+#[allow(clippy::too_many_arguments)]
 fn inference_rotation_stability<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
@@ -194,10 +196,17 @@ fn inference_rotation_stability<'py>(
     n_boot: usize,
     seed: u64,
     n_jobs: Option<usize>,
+    subsample_m: Option<usize>,
 ) -> PyResult<Stability<'py>> {
     let xy = Xy::new(&x, &y, &None)?;
     let p = slice2(&x, "X")?.2;
-    let s = enter(py, n_jobs, |cancel| stability::rotation_stability(&xy.data()?, n_components, n_boot, seed, cancel))?;
+    let resample = match subsample_m {
+        None => stability::Resample::Bootstrap,
+        Some(m) => stability::Resample::Subsample { m },
+    };
+    let s = enter(py, n_jobs, |cancel| {
+        stability::rotation_stability(&xy.data()?, n_components, n_boot, resample, seed, cancel)
+    })?;
     Ok(Stability {
         rotated: matrix(py, s.rotated, n_boot, n_components)?,
         unrotated: matrix(py, s.unrotated, n_boot, n_components)?,

@@ -45,6 +45,8 @@ test_that("the C ABI reproduces every recorded result of the inference additions
         expect_identical(res$sequence$p_values, fx_array(want$sequence$p_values), label = paste(name, "sequence"))
       }
     } else if (fun == "rotation_stability") {
+      expect_identical(c(res$resample, as.character(res$m)), c(want$resample, as.character(want$m)),
+                       label = paste(name, "resample"))
       for (f in c("axes", "weights", "congruence", "congruence_unrotated")) {
         expect_identical(res[[f]], fx_array(want[[f]]), label = paste(name, f))
       }

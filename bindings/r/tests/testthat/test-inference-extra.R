@@ -102,6 +102,14 @@ test_that("rotation_stability tells a replicating axis from one that does not", 
   expect_output(print(rs), "Rotation stability")
   expect_error(rotation_stability(x, y, 1), "ncomp")
   expect_error(rotation_stability(x, y, 2, n_boot = 0), "n_boot")
+  sub <- rotation_stability(x, y, 2, n_boot = 100, seed = 1, threads = 1, resample = "subsample")
+  expect_identical(c(sub$m, rs$m), c(55L, 300L))
+  expect_identical(sub$resample, "subsample")
+  expect_gt(sub$mean[1], 0.9)
+  expect_lt(sub$mean[2], 0.85)
+  expect_error(rotation_stability(x, y, 2, resample = "subsample", subsample_rate = 0.1), "subsample_rate")
+  expect_error(rotation_stability(x, y, 2, resample = "subsample", subsample_rate = 1.5), "subsample_rate")
+  expect_error(rotation_stability(x, y, 2, resample = "jackknife"), "resample")
 })
 
 test_that("coefficient_intervals cover the planted coefficients and flag the null ones", {

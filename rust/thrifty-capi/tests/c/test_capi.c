@@ -515,19 +515,27 @@ static void test_inference_extra(void) {
   /* rotation stability: congruences in [0, 1], both layouts identical */
   const size_t nb = 30;
   double cong[30 * 2], cong_u[30 * 2], axes[10 * 2], wts[10 * 2], cong_c[30 * 2];
-  EXPECT_OK(thrifty_rotation_stability(x, n, p, THRIFTY_ROW_MAJOR, y, 2, (int64_t)nb, 9, 0, cong, cong_u, axes, wts));
+  EXPECT_OK(thrifty_rotation_stability(x, n, p, THRIFTY_ROW_MAJOR, y, 2, (int64_t)nb, 0, 9, 0, cong, cong_u, axes, wts));
   int in_range = 1;
   for (size_t i = 0; i < nb * 2; i++) in_range &= isnan(cong[i]) || (cong[i] >= 0.0 && cong[i] <= 1.0 + 1e-12);
   CHECK(in_range);
   double norm = 0.0;
   for (size_t j = 0; j < p; j++) norm += wts[j * 2] * wts[j * 2];
   CHECK(fabs(norm - 1.0) < 1e-10);
-  EXPECT_OK(thrifty_rotation_stability(xc, n, p, THRIFTY_COL_MAJOR, y, 2, (int64_t)nb, 9, 1, cong_c, NULL, NULL, NULL));
+  EXPECT_OK(thrifty_rotation_stability(xc, n, p, THRIFTY_COL_MAJOR, y, 2, (int64_t)nb, 0, 9, 1, cong_c, NULL, NULL, NULL));
   CHECK(cong_c[1 * nb + 4] == cong[4 * 2 + 1] && cong_c[7] == cong[7 * 2]);
-  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 1, 10, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
-  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 9, 10, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
-  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 2, 0, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
-  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, NULL, 2, 10, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_NULL_POINTER);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 1, 10, 0, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 9, 10, 0, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 2, 0, 0, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, NULL, 2, 10, 0, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_NULL_POINTER);
+  /* m-out-of-n subsamples: congruences in [0, 1]; m outside [k + 2, n] refused */
+  EXPECT_OK(thrifty_rotation_stability(x, n, p, THRIFTY_ROW_MAJOR, y, 2, (int64_t)nb, 40, 9, 0, cong, NULL, NULL, NULL));
+  in_range = 1;
+  for (size_t i = 0; i < nb * 2; i++) in_range &= isnan(cong[i]) || (cong[i] >= 0.0 && cong[i] <= 1.0 + 1e-12);
+  CHECK(in_range);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 2, 10, 3, 9, 0, NULL, NULL, NULL, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_rotation_stability(x, n, p, 0, y, 2, 10, (int64_t)n + 1, 9, 0, NULL, NULL, NULL, NULL),
+             THRIFTY_ERR_INVALID_ARGUMENT);
 
   /* subsample replicates of beta and leverage */
   const size_t ns = 20, m = 60;
