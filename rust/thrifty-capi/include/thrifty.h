@@ -14,7 +14,7 @@
 
 // Version of this C ABI. Bumped whenever a signature, a struct layout or a constant changes
 // incompatibly; bindings compare it with the version they were written for.
-#define THRIFTY_ABI_VERSION 2
+#define THRIFTY_ABI_VERSION 3
 
 // Success.
 #define THRIFTY_OK 0

@@ -766,7 +766,7 @@ static void julia_snippet(void) {
   for (size_t j = 0; j < d; j++)
     for (size_t i = 0; i < n; i++) X[j * n + i] = gauss() + 8.0 * (double)((i + 1) % 2);
   for (size_t i = 0; i < n; i++) y[i] = X[i] + gauss();
-  CHECK(thrifty_abi_version() == 2);
+  CHECK(thrifty_abi_version() == 3);
   double centers[2 * 4]; /* Matrix{Float64}(undef, k, d) */
   int32_t labels[500];
   ThriftyKmeansInfo info; /* Ref{KmeansInfo}() */
