@@ -53,6 +53,26 @@ pub fn varimax(l: &[f64], p: usize, k: usize, normalize: bool, max_iter: usize, 
     if !(tol.is_finite() && tol > 0.0) {
         return Err(ThriftyError::invalid("tol", "must be a positive finite number"));
     }
+    rotate_with(l, p, k, normalize, |ln, r, lam| {
+        if k < 2 {
+            Ok((0, true))
+        } else if k <= SMALL_K {
+            iterate_small(ln, p, k, max_iter, tol, r, lam)
+        } else {
+            iterate_faer(ln, p, k, max_iter, tol, r, lam)
+        }
+    })
+}
+
+/// Kaiser normalisation (if asked), the rotation R by `iterate(ln, R, scratch)` from the identity
+/// (it returns the iteration count and whether it converged), then L R back in the row scale.
+fn rotate_with(
+    l: &[f64],
+    p: usize,
+    k: usize,
+    normalize: bool,
+    iterate: impl FnOnce(&[f64], &mut [f64], &mut [f64]) -> Result<(usize, bool)>,
+) -> Result<Varimax> {
     let mut h = vec![1.0; p];
     let mut ln = l.to_vec();
     if normalize {
@@ -69,13 +89,7 @@ pub fn varimax(l: &[f64], p: usize, k: usize, normalize: bool, max_iter: usize, 
         r[a * k + a] = 1.0;
     }
     let mut lam = vec![0.0; p * k];
-    let (n_iter, converged) = if k < 2 {
-        (0, true)
-    } else if k <= SMALL_K {
-        iterate_small(&ln, p, k, max_iter, tol, &mut r, &mut lam)?
-    } else {
-        iterate_faer(&ln, p, k, max_iter, tol, &mut r, &mut lam)?
-    };
+    let (n_iter, converged) = iterate(&ln, &mut r, &mut lam)?;
     mat_mul(&ln, &r, p, k, k, &mut lam);
     let crit = criterion(&lam, p, k);
     for i in 0..p {
@@ -364,29 +378,7 @@ pub(crate) mod tests {
     /// The previous implementation (faer's SVD every iteration, allocating): the reference the stack
     /// iteration must agree with.
     pub(crate) fn varimax_faer(l: &[f64], p: usize, k: usize, normalize: bool, max_iter: usize, tol: f64) -> Varimax {
-        let mut h = vec![1.0; p];
-        let mut ln = l.to_vec();
-        if normalize {
-            for i in 0..p {
-                let nrm = ln[i * k..(i + 1) * k].iter().map(|v| v * v).sum::<f64>().sqrt();
-                if nrm > 0.0 {
-                    h[i] = nrm;
-                    ln[i * k..(i + 1) * k].iter_mut().for_each(|v| *v /= nrm);
-                }
-            }
-        }
-        let mut r = vec![0.0; k * k];
-        for a in 0..k {
-            r[a * k + a] = 1.0;
-        }
-        let mut lam = vec![0.0; p * k];
-        let (n_iter, converged) = iterate_faer(&ln, p, k, max_iter, tol, &mut r, &mut lam).unwrap();
-        mat_mul(&ln, &r, p, k, k, &mut lam);
-        let crit = criterion(&lam, p, k);
-        for i in 0..p {
-            lam[i * k..(i + 1) * k].iter_mut().for_each(|v| *v *= h[i]);
-        }
-        Varimax { rotated: lam, rotation: r, criterion: crit, n_iter, converged }
+        rotate_with(l, p, k, normalize, |ln, r, lam| iterate_faer(ln, p, k, max_iter, tol, r, lam)).unwrap()
     }
 
     fn random(len: usize, seed: u64) -> Vec<f64> {
