@@ -290,7 +290,7 @@ fn map_to_domain(x: &[f64], n: usize, d: usize, domain: Option<Vec<f64>>, lo: f6
             (a, b)
         }
     };
-    let mut z = vec![0.0; n * d];
+    let mut z = thrifty_core::alloc::try_zeroed("the points mapped to the kernel's domain", n * d)?;
     for (zr, xr) in z.chunks_exact_mut(d).zip(x.chunks_exact(d)) {
         for j in 0..d {
             let v = lo + (hi - lo) * (xr[j] - a[j]) / (b[j] - a[j]);
@@ -327,7 +327,7 @@ fn coreset_draw(
     if m > n {
         return Err(Fail::invalid("m", format!("m = {m} exceeds the number of points ({n})")));
     }
-    let ones = vec![1.0; n];
+    let ones = thrifty_core::alloc::try_filled("the unit density", n, 1.0)?;
     let g: &[f64] = density.unwrap_or(&ones);
     match o.kernel {
         THRIFTY_KERNEL_HAAR => {
@@ -349,11 +349,11 @@ fn coreset_draw(
             let mut used: Vec<usize> = cells.clone();
             used.sort_unstable();
             used.dedup();
-            let mut label = vec![usize::MAX; m];
+            let mut label = thrifty_core::alloc::try_filled("the cell labels", m, usize::MAX)?;
             for (l, &c) in used.iter().enumerate() {
                 label[c] = l;
             }
-            let lab: Vec<usize> = cells.iter().map(|&c| label[c]).collect();
+            let lab = thrifty_core::alloc::try_collect("the cell labels", cells.iter().map(|&c| label[c]))?;
             let mut tot = vec![0.0; used.len()];
             for (i, &l) in lab.iter().enumerate() {
                 tot[l] += kdiag[i];

@@ -298,7 +298,7 @@ pub(crate) unsafe fn explicit_splits(o: &ThriftySubspaceOptions, n: usize) -> Re
     }
     let total = usize::try_from(offsets[count]).map_err(|_| Fail::invalid("train_offsets", "is out of range"))?;
     let all = slice(o.train_indices, total, "train_indices")?;
-    let mut out = Vec::with_capacity(count);
+    let mut out = thrifty_core::alloc::try_with_capacity("the splits", count)?;
     for j in 0..count {
         let t = &all[offsets[j] as usize..offsets[j + 1] as usize];
         if t.is_empty() {
@@ -310,7 +310,7 @@ pub(crate) unsafe fn explicit_splits(o: &ThriftySubspaceOptions, n: usize) -> Re
                 format!("split {j} leaves {} test rows; at least 3 are needed", n.saturating_sub(t.len())),
             ));
         }
-        out.push(t.to_vec());
+        out.push(thrifty_core::alloc::try_collect("the splits", t.iter().copied())?);
     }
     Ok(Some(out))
 }

@@ -366,24 +366,34 @@ pub(crate) unsafe fn matrix<'a>(
     }
     let len = size2(arg, rows, cols)?;
     let s = std::slice::from_raw_parts(ptr, len);
-    Ok(if layout == THRIFTY_ROW_MAJOR { Cow::Borrowed(s) } else { Cow::Owned(transpose(s, cols, rows)) })
+    Ok(if layout == THRIFTY_ROW_MAJOR { Cow::Borrowed(s) } else { Cow::Owned(transpose(s, cols, rows)?) })
 }
 
 /// The transpose of a row-major `rows × cols` matrix (equivalently: a column-major `cols × rows`
-/// matrix read as row-major).
-pub(crate) fn transpose(a: &[f64], rows: usize, cols: usize) -> Vec<f64> {
-    let mut t = vec![0.0; a.len()];
+/// matrix read as row-major). Its buffer is the size of the caller's matrix (every column-major
+/// input, i.e. every R call, is copied so): allocated fallibly, a refusal is
+/// `THRIFTY_ERR_OUT_OF_MEMORY`, not an abort.
+pub(crate) fn transpose(a: &[f64], rows: usize, cols: usize) -> Res<Vec<f64>> {
+    assert_eq!(a.len(), rows * cols);
+    let mut t: Vec<f64> =
+        thrifty_core::alloc::try_with_capacity("the row-major copy of a column-major matrix", a.len())?;
+    // Not zeroed first (a pass over a buffer the size of x): every element is written exactly once
+    // below, as (i, j) ↦ j·rows + i is a bijection onto 0..len.
+    let dst = t.as_mut_ptr();
     const B: usize = 32; // cache blocks
     for i0 in (0..rows).step_by(B) {
         for j0 in (0..cols).step_by(B) {
             for i in i0..(i0 + B).min(rows) {
                 for j in j0..(j0 + B).min(cols) {
-                    t[j * rows + i] = a[i * cols + j];
+                    // SAFETY: j·rows + i < cols·rows = capacity
+                    unsafe { dst.add(j * rows + i).write(a[i * cols + j]) };
                 }
             }
         }
     }
-    t
+    // SAFETY: all `len` elements were initialised above
+    unsafe { t.set_len(a.len()) };
+    Ok(t)
 }
 
 /// Write a row-major `rows × cols` result into a caller buffer in `layout`.
@@ -483,9 +493,9 @@ mod tests {
     #[test]
     fn transpose_round_trips() {
         let a: Vec<f64> = (0..35 * 70).map(|v| v as f64).collect();
-        let t = transpose(&a, 35, 70);
+        let t = transpose(&a, 35, 70).unwrap();
         assert_eq!(t[3 * 35 + 2], a[2 * 70 + 3]);
-        assert_eq!(transpose(&t, 70, 35), a);
+        assert_eq!(transpose(&t, 70, 35).unwrap(), a);
     }
 
     /// What the test check counts and when it answers "stop" (0: never).
