@@ -28,9 +28,7 @@ fn bytes_of<T>(what: &'static str, len: usize) -> Result<usize> {
 
 /// `len` copies of `value`, allocated fallibly.
 pub fn try_filled<V: Clone>(what: &'static str, len: usize, value: V) -> Result<Vec<V>> {
-    let bytes = bytes_of::<V>(what, len)?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| out_of_memory(what, bytes as f64))?;
+    let mut v = try_with_capacity(what, len)?;
     v.resize(len, value);
     Ok(v)
 }
@@ -40,12 +38,44 @@ pub fn try_zeroed<T: Clone + Default>(what: &'static str, len: usize) -> Result<
     try_filled(what, len, T::default())
 }
 
-/// An empty vector with room for `len` values, allocated fallibly.
+/// An empty vector with room for `len` values, allocated fallibly (a large one is backed by huge
+/// pages where the kernel offers them: [`advise_huge_pages`]).
 pub fn try_with_capacity<T>(what: &'static str, len: usize) -> Result<Vec<T>> {
     let bytes = bytes_of::<T>(what, len)?;
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| out_of_memory(what, bytes as f64))?;
+    advise_huge_pages(v.as_mut_ptr() as *mut u8, bytes);
     Ok(v)
+}
+
+/// Buffers from this size on are advised to use transparent huge pages.
+const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+
+/// Ask Linux to back the untouched buffer `[ptr, ptr + bytes)` with transparent huge pages
+/// (`madvise(MADV_HUGEPAGE)` on its whole 2 MiB pages), as NumPy does for its large arrays. Where
+/// THP is in `madvise` mode (Debian's default) a large buffer otherwise gets 4 KiB pages: one page
+/// fault per 4 KiB on first touch, and a TLB miss on most scattered row reads of a k-means
+/// iteration once the data outgrow the TLB's reach (measured on a 2·10⁵ × 32 fit: 10 % of its
+/// time; the C ABI's row-major copy of every R matrix is such a buffer). Only advice: a refusal,
+/// another kernel or another OS changes nothing but speed.
+pub fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    if bytes >= HUGE_PAGE_MIN_BYTES {
+        const HUGE: usize = 2 << 20;
+        const MADV_HUGEPAGE: i32 = 14;
+        extern "C" {
+            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        let start = (ptr as usize).next_multiple_of(HUGE);
+        let end = (ptr as usize + bytes) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: the range lies inside an allocation this process owns; MADV_HUGEPAGE changes
+            // no contents and no mapping, and its failure is ignored
+            unsafe { madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, bytes, HUGE_PAGE_MIN_BYTES);
 }
 
 /// The items of `items` collected into a vector allocated fallibly (room for all of them at once).
