@@ -45,7 +45,7 @@
 hartigan_kmeans <- function(x, centers, iter.max = 300L, nstart = 1L,
                             algorithm = c("hartigan", "lloyd"), weights = NULL, seed = NULL,
                             threads = getOption("thrifty.threads", 2L), tol = 1e-4) {
-  xm <- .as_data_matrix(x, "x")
+  xm <- .as_data_matrix(x, "x", finite = FALSE) # checked by the core's first pass (see below)
   n <- nrow(xm)
   if (missing(centers)) stop("centers must be given: a number of clusters or a matrix", call. = FALSE)
   alg <- .match(algorithm, c("hartigan", "lloyd"), "algorithm")
@@ -69,7 +69,10 @@ hartigan_kmeans <- function(x, centers, iter.max = 300L, nstart = 1L,
   }
   if (k > n) stop(sprintf("more cluster centers (%d) than data points (%d)", k, n), call. = FALSE)
   seed <- .seed(seed)
-  r <- .Call(thrifty_r_kmeans_fit, xm, w, k, init, cm, nstart, iter.max, tol, alg, seed, nthreads)
+  # R's own finiteness check reads x three times (15 ms of a 2e5 x 32 fit); the core's row-norm
+  # pass finds a non-finite value anyway, so R looks only when the core has refused.
+  r <- tryCatch(.Call(thrifty_r_kmeans_fit, xm, w, k, init, cm, nstart, iter.max, tol, alg, seed, nthreads),
+                error = function(e) { .finite_or_stop(xm, "x"); stop(e) })
   if (r$n_distinct < k) {
     warning(sprintf("only %d distinct cluster centres for k = %d (duplicate points in x?)",
                     r$n_distinct, k), call. = FALSE)

@@ -378,15 +378,21 @@ pub(crate) fn transpose(a: &[f64], rows: usize, cols: usize) -> Res<Vec<f64>> {
     let mut t: Vec<f64> =
         thrifty_core::alloc::try_with_capacity("the row-major copy of a column-major matrix", a.len())?;
     // Not zeroed first (a pass over a buffer the size of x): every element is written exactly once
-    // below, as (i, j) ↦ j·rows + i is a bijection onto 0..len.
+    // below, as (i, j) ↦ j·rows + i is a bijection onto 0..len. Blocks of B source columns (j):
+    // each source row i contributes a contiguous run of B reads, and the B destination rows the
+    // block writes (B·rows values) stay in L1 while the rows of the block are walked.
     let dst = t.as_mut_ptr();
-    const B: usize = 32; // cache blocks
-    for i0 in (0..rows).step_by(B) {
-        for j0 in (0..cols).step_by(B) {
-            for i in i0..(i0 + B).min(rows) {
-                for j in j0..(j0 + B).min(cols) {
-                    // SAFETY: j·rows + i < cols·rows = capacity
-                    unsafe { dst.add(j * rows + i).write(a[i * cols + j]) };
+    let src = a.as_ptr();
+    const B: usize = 16;
+    for j0 in (0..cols).step_by(B) {
+        let jb = B.min(cols - j0);
+        for i in 0..rows {
+            // SAFETY: i·cols + j0 + jb ≤ rows·cols = len; j·rows + i < cols·rows = capacity
+            unsafe {
+                let s = src.add(i * cols + j0);
+                let o = dst.add(j0 * rows + i);
+                for q in 0..jb {
+                    o.add(q * rows).write(*s.add(q));
                 }
             }
         }
