@@ -88,6 +88,31 @@ impl<T: Real> Scratch<T> {
     }
 }
 
+/// Ask the cache for row i of the row-major `x` (d columns) ahead of its use (a no-op off x86-64
+/// or out of range). The rows a bound pass keeps are scattered, so the hardware prefetcher does
+/// not see them coming.
+#[inline(always)]
+pub fn prefetch_row<T>(x: &[T], i: usize, d: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(row) = x.get(i * d..(i + 1) * d) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let bytes = std::mem::size_of_val(row);
+        let p = row.as_ptr() as *const i8;
+        // SAFETY: a prefetch never faults, and both addresses lie inside row i
+        unsafe {
+            _mm_prefetch(p, _MM_HINT_T0);
+            if bytes > 64 {
+                _mm_prefetch(p.add(bytes - 1), _MM_HINT_T0);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (x, i, d);
+}
+
+/// Rows ahead that a gather of scattered rows prefetches (enough to cover an L3 miss).
+pub const PREFETCH_AHEAD: usize = 8;
+
 /// Partial squared distances `p_ij = ‖c_j‖² − 2·x_i·c_j` of the rows `scratch.rows` (indices into
 /// `x`, at most `TILE`) to all `k` centres, row after row in `scratch.dots`; the squared distance is
 /// `‖x_i‖² + p_ij`. Dropping ‖x‖² keeps the per-element work to one fused multiply-add, and the row
@@ -115,6 +140,9 @@ pub fn tile_partial_dists<T: Real>(
         &x[first * d..(first + m) * d]
     } else {
         for (r, &i) in scratch.rows.iter().enumerate() {
+            if let Some(&ahead) = scratch.rows.get(r + PREFETCH_AHEAD) {
+                prefetch_row(x, ahead, d);
+            }
             scratch.packed[r * d..(r + 1) * d].copy_from_slice(&x[i * d..(i + 1) * d]);
         }
         &scratch.packed[..m * d]
@@ -297,7 +325,9 @@ pub mod small_d {
             }
         }
 
-        /// Rows `r0..r0 + RB` against all centres, `C` centres (4 registers) at a time.
+        /// Rows `r0..r0 + RB` against all centres, `C` centres (4 registers) at a time; the last
+        /// block takes only the registers its centres fill (k = 48: 32 + 16 centres in 4 + 2
+        /// registers, not 4 + 4 with two masked off, which were a quarter of the multiply-adds).
         #[inline(always)]
         unsafe fn block<const RB: usize>(
             rows: &[f64],
@@ -308,35 +338,56 @@ pub mod small_d {
             k: usize,
             out: &mut [f64],
         ) {
-            let x = rows.as_ptr().add(r0 * d);
-            let two = _mm512_set1_pd(2.0);
             let mut j0 = 0;
             while j0 < k {
-                let masks: [__mmask8; 4] = std::array::from_fn(|q| lanes(j0 + 8 * q, k));
-                let mut acc = [[_mm512_setzero_pd(); 4]; RB];
-                for l in 0..d {
-                    let c = ct.as_ptr().add(l * k + j0);
-                    // wrapping_add: a register past k is masked off entirely (no lane is read)
-                    let cv: [__m512d; 4] =
-                        std::array::from_fn(|q| _mm512_maskz_loadu_pd(masks[q], c.wrapping_add(8 * q)));
-                    for (rr, a) in acc.iter_mut().enumerate() {
-                        let xv = _mm512_set1_pd(*x.add(rr * d + l));
-                        for q in 0..4 {
-                            a[q] = _mm512_fmadd_pd(xv, cv[q], a[q]);
-                        }
-                    }
-                }
-                let ccv: [__m512d; 4] =
-                    std::array::from_fn(|q| _mm512_maskz_loadu_pd(masks[q], cc.as_ptr().wrapping_add(j0 + 8 * q)));
-                for (rr, a) in acc.iter().enumerate() {
-                    let o = out.as_mut_ptr().add((r0 + rr) * k + j0);
-                    for q in 0..4 {
-                        if masks[q] != 0 {
-                            _mm512_mask_storeu_pd(o.add(8 * q), masks[q], _mm512_fnmadd_pd(two, a[q], ccv[q]));
-                        }
-                    }
+                match (k - j0).div_ceil(8) {
+                    1 => cols::<RB, 1>(rows, r0, d, ct, cc, k, out, j0),
+                    2 => cols::<RB, 2>(rows, r0, d, ct, cc, k, out, j0),
+                    3 => cols::<RB, 3>(rows, r0, d, ct, cc, k, out, j0),
+                    _ => cols::<RB, 4>(rows, r0, d, ct, cc, k, out, j0),
                 }
                 j0 += C;
+            }
+        }
+
+        /// Rows `r0..r0 + RB` against the centres `j0..j0 + 8·Q` (masked past k), `Q` registers
+        /// per row.
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        unsafe fn cols<const RB: usize, const Q: usize>(
+            rows: &[f64],
+            r0: usize,
+            d: usize,
+            ct: &[f64],
+            cc: &[f64],
+            k: usize,
+            out: &mut [f64],
+            j0: usize,
+        ) {
+            let x = rows.as_ptr().add(r0 * d);
+            let two = _mm512_set1_pd(2.0);
+            let masks: [__mmask8; Q] = std::array::from_fn(|q| lanes(j0 + 8 * q, k));
+            let mut acc = [[_mm512_setzero_pd(); Q]; RB];
+            for l in 0..d {
+                let c = ct.as_ptr().add(l * k + j0);
+                // wrapping_add: a register past k is masked off entirely (no lane is read)
+                let cv: [__m512d; Q] = std::array::from_fn(|q| _mm512_maskz_loadu_pd(masks[q], c.wrapping_add(8 * q)));
+                for (rr, a) in acc.iter_mut().enumerate() {
+                    let xv = _mm512_set1_pd(*x.add(rr * d + l));
+                    for q in 0..Q {
+                        a[q] = _mm512_fmadd_pd(xv, cv[q], a[q]);
+                    }
+                }
+            }
+            let ccv: [__m512d; Q] =
+                std::array::from_fn(|q| _mm512_maskz_loadu_pd(masks[q], cc.as_ptr().wrapping_add(j0 + 8 * q)));
+            for (rr, a) in acc.iter().enumerate() {
+                let o = out.as_mut_ptr().add((r0 + rr) * k + j0);
+                for q in 0..Q {
+                    if masks[q] != 0 {
+                        _mm512_mask_storeu_pd(o.add(8 * q), masks[q], _mm512_fnmadd_pd(two, a[q], ccv[q]));
+                    }
+                }
             }
         }
     }

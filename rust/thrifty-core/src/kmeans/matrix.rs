@@ -7,7 +7,7 @@
 //! * exact distances to one centre: per coordinate for dense rows; ‖x‖² − 2·x·c + ‖c‖² with a
 //!   sparse dot and the centre's cached squared norm for sparse rows (as scikit-learn's sparse path);
 //! * centre sums: `out += w·x` over the non-zeros.
-use super::distance::{small_d_centers, sq_dist_f64, tile_partial_dists, transpose, Scratch};
+use super::distance::{prefetch_row, small_d_centers, sq_dist_f64, tile_partial_dists, transpose, Scratch};
 use crate::error::{Result, ThriftyError};
 use crate::scalar::Real;
 
@@ -82,6 +82,14 @@ impl<T: Real> Matrix<'_, T> {
         match self {
             Matrix::Dense(x) => sq_dist_f64(&x[i * d..(i + 1) * d], c),
             Matrix::Csr(_) => (xx_i - 2.0 * self.dot_f64(i, d, c) + cn).max(0.0),
+        }
+    }
+
+    /// Ask the cache for dense row i ahead of its use (a no-op for CSR rows): [`prefetch_row`].
+    #[inline(always)]
+    pub fn prefetch_row(&self, i: usize, d: usize) {
+        if let Matrix::Dense(x) = self {
+            prefetch_row(x, i, d);
         }
     }
 
