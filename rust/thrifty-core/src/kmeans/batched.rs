@@ -539,20 +539,11 @@ fn assign_pass<T: Real>(
                     rows[kept] = base + r;
                     kept += usize::from(ratio * l.max(two_s - u) < u);
                 }
-                // Pass 2 (Hartigan's rule): tighten u to the exact distance; keep the rows still
-                // uncertified. Under Lloyd's rule it is skipped: it certified about one kept row in
-                // eight (5·10⁴ × 12, k = 48, sd 4) for a scattered row read each, while the tile
-                // below reads the row anyway and takes the exact distance from cache (6 % of that
-                // fit). Lloyd's moves do not depend on which rows the bounds let through (every
-                // examined row goes to its exact nearest centre), so Lloyd's run is the same; a
-                // Hartigan run enters its Hartigan phase with tighter lower bounds, which can change
-                // the order of its later moves.
+                // Pass 2: tighten u to the exact distance; keep the rows still uncertified. The
+                // kept rows are scattered, so each row read is prefetched a few rows ahead.
                 let pass1 = kept;
-                let pass2 = if f.hartigan { pass1 } else { 0 };
-                if f.hartigan {
-                    kept = 0;
-                }
-                for q in 0..pass2 {
+                kept = 0;
+                for q in 0..pass1 {
                     if q + PREFETCH_AHEAD < pass1 {
                         data.x.prefetch_row(rows[q + PREFETCH_AHEAD], d);
                     }
@@ -576,14 +567,7 @@ fn assign_pass<T: Real>(
                     let row = &mut s.dots[r * k..(r + 1) * k];
                     let a = labels[i] as usize;
                     let w = data.w[i];
-                    let da2 = if f.hartigan {
-                        da2s[r]
-                    } else {
-                        // no pass 2 (see above): the exact distance now, the row in cache
-                        let da2 = data.dist2(i, &means[a * d..(a + 1) * d], cl.mnorm[a]);
-                        up[i - base] = da2.sqrt() - cert.per_cluster[a][0];
-                        da2
-                    };
+                    let da2 = da2s[r];
                     let xi2 = data.xx[i];
                     let slack = gemm_slack::<T>(xi2, geo.cc_max, d);
                     let (j1, p1, p2) = top2(row);

@@ -94,16 +94,15 @@ impl<T: Real> Scratch<T> {
 #[inline(always)]
 pub fn prefetch_row<T>(x: &[T], i: usize, d: usize) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(row) = x.get(i * d..(i + 1) * d) {
+    if let Some(row) = x.get(i * d..(i + 1) * d).filter(|r| !r.is_empty()) {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let bytes = std::mem::size_of_val(row);
         let p = row.as_ptr() as *const i8;
-        // SAFETY: a prefetch never faults, and both addresses lie inside row i
-        unsafe {
-            _mm_prefetch(p, _MM_HINT_T0);
-            if bytes > 64 {
-                _mm_prefetch(p.add(bytes - 1), _MM_HINT_T0);
-            }
+        // every cache line of the row (the last byte's too, for a row not aligned to lines), at
+        // most 8: beyond that the hardware prefetcher follows the row on its own
+        for off in (0..bytes.min(512)).step_by(64).chain(std::iter::once(bytes - 1)) {
+            // SAFETY: a prefetch never faults, and every address lies inside row i
+            unsafe { _mm_prefetch(p.add(off), _MM_HINT_T0) };
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
