@@ -265,15 +265,25 @@ pub mod small_d {
     /// without writing the tile. Index 0 when no value is below ∞. Returns false (nothing written)
     /// when [`available`] does not hold for `T` and `d`.
     pub fn nearest<T: Real>(rows: &[T], m: usize, d: usize, ct: &[T], cc: &[T], k: usize, out: &mut [u32]) -> bool {
-        if !available::<T>(d) || rows.len() < m * d || ct.len() < d * k || cc.len() < k || out.len() < m {
+        if !tiles_available::<T>(d) || rows.len() < m * d || ct.len() < d * k || cc.len() < k || out.len() < m {
             return false;
         }
-        // SAFETY: T is f32 (checked by TypeId in `available`), so the slices reinterpret exactly.
-        let cast = |s: &[T]| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) };
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX-512F was detected at run time; the bounds were checked above.
-        unsafe {
-            avx512::nearest(cast(rows), m, d, cast(ct), cast(cc), k, out);
+        {
+            if TypeId::of::<T>() == TypeId::of::<f64>() {
+                // SAFETY: T is f64 (checked by TypeId), so the slices reinterpret exactly.
+                let cast = |s: &[T]| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f64, s.len()) };
+                // SAFETY: AVX-512F was detected at run time; the bounds were checked above.
+                unsafe { avx512_f64::nearest(cast(rows), m, d, cast(ct), cast(cc), k, out) };
+                return true;
+            }
+            // SAFETY: T is f32 (`tiles_available` holds and T is not f64), so the slices
+            // reinterpret exactly.
+            let cast = |s: &[T]| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) };
+            // SAFETY: AVX-512F was detected at run time; the bounds were checked above.
+            unsafe {
+                avx512::nearest(cast(rows), m, d, cast(ct), cast(cc), k, out);
+            }
         }
         true
     }
@@ -365,6 +375,30 @@ pub mod small_d {
         ) {
             let x = rows.as_ptr().add(r0 * d);
             let two = _mm512_set1_pd(2.0);
+            let (masks, acc) = dots::<RB, Q>(x, d, ct, k, j0);
+            let ccv: [__m512d; Q] =
+                std::array::from_fn(|q| _mm512_maskz_loadu_pd(masks[q], cc.as_ptr().wrapping_add(j0 + 8 * q)));
+            for (rr, a) in acc.iter().enumerate() {
+                let o = out.as_mut_ptr().add((r0 + rr) * k + j0);
+                for q in 0..Q {
+                    if masks[q] != 0 {
+                        _mm512_mask_storeu_pd(o.add(8 * q), masks[q], _mm512_fnmadd_pd(two, a[q], ccv[q]));
+                    }
+                }
+            }
+        }
+
+        /// The dot products of rows `x..x + RB·d` with the centres `j0..j0 + 8·Q` (lanes past k
+        /// masked to 0), with the masks: one sequential FMA chain over the coordinates per product,
+        /// the same for the tile ([`cols`]) and the fused argmin ([`nearest`]).
+        #[inline(always)]
+        unsafe fn dots<const RB: usize, const Q: usize>(
+            x: *const f64,
+            d: usize,
+            ct: &[f64],
+            k: usize,
+            j0: usize,
+        ) -> ([__mmask8; Q], [[__m512d; Q]; RB]) {
             let masks: [__mmask8; Q] = std::array::from_fn(|q| lanes(j0 + 8 * q, k));
             let mut acc = [[_mm512_setzero_pd(); Q]; RB];
             for l in 0..d {
@@ -378,14 +412,86 @@ pub mod small_d {
                     }
                 }
             }
+            (masks, acc)
+        }
+
+        /// The first index minimising [`partial_dists`]' values of each row, without writing the
+        /// tile: `out[r]` for the `m` rows (see `small_d::nearest`).
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn nearest(rows: &[f64], m: usize, d: usize, ct: &[f64], cc: &[f64], k: usize, out: &mut [u32]) {
+            let mut r = 0;
+            while r + R <= m {
+                nearest_block::<R>(rows, r, d, ct, cc, k, out);
+                r += R;
+            }
+            while r < m {
+                nearest_block::<1>(rows, r, d, ct, cc, k, out);
+                r += 1;
+            }
+        }
+
+        /// [`block`]'s values for rows `r0..r0 + RB`, reduced in the registers: per lane the
+        /// smallest value and the first index it occurs at (strictly smaller values replace it,
+        /// and the indices grow), then across the lanes the smallest value at its lowest index.
+        #[inline(always)]
+        unsafe fn nearest_block<const RB: usize>(
+            rows: &[f64],
+            r0: usize,
+            d: usize,
+            ct: &[f64],
+            cc: &[f64],
+            k: usize,
+            out: &mut [u32],
+        ) {
+            let mut best = [_mm512_set1_pd(f64::INFINITY); RB];
+            let mut best_j = [_mm512_setzero_si512(); RB];
+            let mut j0 = 0;
+            while j0 < k {
+                match (k - j0).div_ceil(8) {
+                    1 => nearest_cols::<RB, 1>(rows, r0, d, ct, cc, k, j0, &mut best, &mut best_j),
+                    2 => nearest_cols::<RB, 2>(rows, r0, d, ct, cc, k, j0, &mut best, &mut best_j),
+                    3 => nearest_cols::<RB, 3>(rows, r0, d, ct, cc, k, j0, &mut best, &mut best_j),
+                    _ => nearest_cols::<RB, 4>(rows, r0, d, ct, cc, k, j0, &mut best, &mut best_j),
+                }
+                j0 += C;
+            }
+            for rr in 0..RB {
+                let min = _mm512_reduce_min_pd(best[rr]);
+                let at = _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(best[rr], _mm512_set1_pd(min));
+                let j = _mm512_mask_reduce_min_epi64(at, best_j[rr]);
+                // no value below ∞ (every lane ∞ or never set): index 0, as `top2` gives
+                *out.get_unchecked_mut(r0 + rr) = if min < f64::INFINITY { j as u32 } else { 0 };
+            }
+        }
+
+        /// One column block of [`nearest_block`]: the centres `j0..j0 + 8·Q` folded into the
+        /// running per-lane minima.
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        unsafe fn nearest_cols<const RB: usize, const Q: usize>(
+            rows: &[f64],
+            r0: usize,
+            d: usize,
+            ct: &[f64],
+            cc: &[f64],
+            k: usize,
+            j0: usize,
+            best: &mut [__m512d; RB],
+            best_j: &mut [__m512i; RB],
+        ) {
+            let x = rows.as_ptr().add(r0 * d);
+            let two = _mm512_set1_pd(2.0);
+            let lane_idx = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+            let (masks, acc) = dots::<RB, Q>(x, d, ct, k, j0);
             let ccv: [__m512d; Q] =
                 std::array::from_fn(|q| _mm512_maskz_loadu_pd(masks[q], cc.as_ptr().wrapping_add(j0 + 8 * q)));
-            for (rr, a) in acc.iter().enumerate() {
-                let o = out.as_mut_ptr().add((r0 + rr) * k + j0);
-                for q in 0..Q {
-                    if masks[q] != 0 {
-                        _mm512_mask_storeu_pd(o.add(8 * q), masks[q], _mm512_fnmadd_pd(two, a[q], ccv[q]));
-                    }
+            for q in 0..Q {
+                let jv = _mm512_add_epi64(lane_idx, _mm512_set1_epi64((j0 + 8 * q) as i64));
+                for rr in 0..RB {
+                    let v = _mm512_fnmadd_pd(two, acc[rr][q], ccv[q]);
+                    let lt = _mm512_mask_cmp_pd_mask::<_CMP_LT_OQ>(masks[q], v, best[rr]);
+                    best[rr] = _mm512_mask_mov_pd(best[rr], lt, v);
+                    best_j[rr] = _mm512_mask_mov_epi64(best_j[rr], lt, jv);
                 }
             }
         }
@@ -843,7 +949,8 @@ mod small_d_tests {
 
     #[test]
     fn small_d_f64_tiles_match_the_gemm_within_the_slack() {
-        for &(m, d, k) in &[(256usize, 8usize, 24usize), (7, 3, 5), (37, 32, 130), (1, 1, 1), (9, 16, 17), (13, 12, 48)]
+        for &(m, d, k) in
+            &[(256usize, 8usize, 24usize), (7, 3, 5), (37, 32, 130), (1, 1, 1), (9, 16, 17), (13, 12, 48), (11, 4, 9)]
         {
             let x: Vec<f64> = (0..m * d).map(|i| ((i * 7919) % 101) as f64 / 10.0 - 5.0).collect();
             let c: Vec<f64> = (0..k * d).map(|i| ((i * 104729) % 97) as f64 / 9.0 - 5.0).collect();
@@ -869,6 +976,18 @@ mod small_d_tests {
                     assert!((v - g.dots[i * k + j]).abs() <= slack, "m={m} d={d} k={k}");
                 }
             }
+            // The fused argmin is top2's first index on the same tile, bit for bit (ties
+            // included: the patterned data repeat values), for every width of the last block.
+            let mut j = vec![u32::MAX; m];
+            assert!(small_d::nearest(&x, m, d, &ct, &cc, k, &mut j));
+            for (r, &i) in s.rows.iter().enumerate() {
+                let mut row = s.dots[r * k..(r + 1) * k].to_vec();
+                assert_eq!(j[i] as usize, top2(&mut row).0, "m={m} d={d} k={k} row {i}");
+            }
+            let same: Vec<f64> = c[..d].repeat(k);
+            let ccs = vec![cc[0]; k];
+            assert!(small_d::nearest(&x, m, d, &small_d_centers(&same, k, d), &ccs, k, &mut j));
+            assert!(j.iter().all(|&v| v == 0), "a tied row gives index 0");
         }
         assert!(!small_d::tiles_available::<f64>(SMALL_D_MAX + 1));
     }
