@@ -192,6 +192,36 @@ pub fn transpose<T: Real>(centers: &[T], k: usize, d: usize) -> Vec<T> {
 /// once and never re-read before [`top2`]. Each dot product is a sequential FMA chain over the
 /// coordinates: its rounding error is at most d·ε·‖x‖‖c‖, inside [`gemm_slack`].
 pub mod small_d {
+    /// The row loop of every kernel below: `$kernel::<R>(rows, r, …)` over whole register blocks
+    /// of the module's `R` rows, then `$kernel::<1>` for the remaining rows one at a time.
+    macro_rules! by_row_blocks {
+        ($kernel:ident, $m:expr, $rows:expr; $($arg:expr),*) => {{
+            let mut r = 0;
+            while r + R <= $m {
+                $kernel::<R>($rows, r, $($arg),*);
+                r += R;
+            }
+            while r < $m {
+                $kernel::<1>($rows, r, $($arg),*);
+                r += 1;
+            }
+        }};
+    }
+
+    /// One column block of `$q` registers (1–4; more are clamped to 4): `$kernel::<RB, Q>(…)`
+    /// with `Q` fixed at compile time, so a block's accumulators stay in registers.
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! by_registers {
+        ($kernel:ident, $rb:ident, $q:expr; $($arg:expr),*) => {
+            match $q {
+                1 => $kernel::<$rb, 1>($($arg),*),
+                2 => $kernel::<$rb, 2>($($arg),*),
+                3 => $kernel::<$rb, 3>($($arg),*),
+                _ => $kernel::<$rb, 4>($($arg),*),
+            }
+        };
+    }
+
     use super::SMALL_D_MAX;
     use crate::scalar::Real;
     use std::any::TypeId;
@@ -323,15 +353,7 @@ pub mod small_d {
             k: usize,
             out: &mut [f64],
         ) {
-            let mut r = 0;
-            while r + R <= m {
-                block::<R>(rows, r, d, ct, cc, k, out);
-                r += R;
-            }
-            while r < m {
-                block::<1>(rows, r, d, ct, cc, k, out);
-                r += 1;
-            }
+            by_row_blocks!(block, m, rows; d, ct, cc, k, out);
         }
 
         /// Rows `r0..r0 + RB` against all centres, `C` centres (4 registers) at a time; the last
@@ -349,12 +371,7 @@ pub mod small_d {
         ) {
             let mut j0 = 0;
             while j0 < k {
-                match (k - j0).div_ceil(8) {
-                    1 => cols::<RB, 1>(rows, r0, d, ct, cc, k, out, j0),
-                    2 => cols::<RB, 2>(rows, r0, d, ct, cc, k, out, j0),
-                    3 => cols::<RB, 3>(rows, r0, d, ct, cc, k, out, j0),
-                    _ => cols::<RB, 4>(rows, r0, d, ct, cc, k, out, j0),
-                }
+                by_registers!(cols, RB, (k - j0).div_ceil(8); rows, r0, d, ct, cc, k, out, j0);
                 j0 += C;
             }
         }
@@ -419,15 +436,7 @@ pub mod small_d {
         /// tile: `out[r]` for the `m` rows (see `small_d::nearest`).
         #[target_feature(enable = "avx512f")]
         pub unsafe fn nearest(rows: &[f64], m: usize, d: usize, ct: &[f64], cc: &[f64], k: usize, out: &mut [u32]) {
-            let mut r = 0;
-            while r + R <= m {
-                nearest_block::<R>(rows, r, d, ct, cc, k, out);
-                r += R;
-            }
-            while r < m {
-                nearest_block::<1>(rows, r, d, ct, cc, k, out);
-                r += 1;
-            }
+            by_row_blocks!(nearest_block, m, rows; d, ct, cc, k, out);
         }
 
         /// [`block`]'s values for rows `r0..r0 + RB`, reduced in the registers: per lane the
@@ -447,12 +456,7 @@ pub mod small_d {
             let mut best_j = [_mm512_setzero_si512(); RB];
             let mut j0 = 0;
             while j0 < k {
-                match (k - j0).div_ceil(8) {
-                    1 => nearest_cols::<RB, 1>(rows, r0, d, ct, cc, k, j0, &mut best, &mut best_j),
-                    2 => nearest_cols::<RB, 2>(rows, r0, d, ct, cc, k, j0, &mut best, &mut best_j),
-                    3 => nearest_cols::<RB, 3>(rows, r0, d, ct, cc, k, j0, &mut best, &mut best_j),
-                    _ => nearest_cols::<RB, 4>(rows, r0, d, ct, cc, k, j0, &mut best, &mut best_j),
-                }
+                by_registers!(nearest_cols, RB, (k - j0).div_ceil(8); rows, r0, d, ct, cc, k, j0, &mut best, &mut best_j);
                 j0 += C;
             }
             for rr in 0..RB {
@@ -525,28 +529,12 @@ pub mod small_d {
             k: usize,
             out: &mut [f32],
         ) {
-            let mut r = 0;
-            while r + R <= m {
-                block::<R>(rows, r, d, ct, cc, k, out);
-                r += R;
-            }
-            while r < m {
-                block::<1>(rows, r, d, ct, cc, k, out);
-                r += 1;
-            }
+            by_row_blocks!(block, m, rows; d, ct, cc, k, out);
         }
 
         #[target_feature(enable = "avx512f")]
         pub unsafe fn nearest(rows: &[f32], m: usize, d: usize, ct: &[f32], cc: &[f32], k: usize, out: &mut [u32]) {
-            let mut r = 0;
-            while r + R <= m {
-                nearest_block::<R>(rows, r, d, ct, cc, k, out);
-                r += R;
-            }
-            while r < m {
-                nearest_block::<1>(rows, r, d, ct, cc, k, out);
-                r += 1;
-            }
+            by_row_blocks!(nearest_block, m, rows; d, ct, cc, k, out);
         }
 
         /// [`block`]'s values for rows `r0..r0 + RB`, reduced in the registers: per lane the
