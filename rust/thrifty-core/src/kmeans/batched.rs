@@ -438,6 +438,7 @@ impl Factors {
     }
 }
 
+#[derive(Default)]
 struct ChunkOut {
     moves: Vec<(u32, u32)>,
     candidates: Vec<u32>,
@@ -512,8 +513,7 @@ fn assign_pass<T: Real>(
             || (Scratch::<T>::new(d, k), Vec::<f64>::with_capacity(TILE)),
             |(s, da2s), (t, (up, lo))| {
                 let base = t * TILE;
-                let mut out =
-                    ChunkOut { moves: Vec::new(), candidates: Vec::new(), boundary: Vec::new(), certified: 0 };
+                let mut out = ChunkOut::default();
                 if data.cancel.load(Ordering::Relaxed) {
                     return out; // the run returns Err(Interrupted) after the pass
                 }
@@ -638,7 +638,7 @@ fn dense_lloyd_pass<T: Real>(data: &Data<'_, T>, x: &[T], means: &[f64], k: usiz
         .par_chunks(TILE)
         .enumerate()
         .map(|(t, lab)| {
-            let mut out = ChunkOut { moves: Vec::new(), candidates: Vec::new(), boundary: Vec::new(), certified: 0 };
+            let mut out = ChunkOut::default();
             if data.cancel.load(Ordering::Relaxed) {
                 return out;
             }
@@ -720,8 +720,7 @@ fn fused_lloyd_pass<T: Real>(data: &Data<'_, T>, x: &[T], cl: &Clusters, labels:
         .map_init(
             || vec![0u32; TILE],
             |near, (t, lab)| {
-                let mut out =
-                    ChunkOut { moves: Vec::new(), candidates: Vec::new(), boundary: Vec::new(), certified: 0 };
+                let mut out = ChunkOut::default();
                 if data.cancel.load(Ordering::Relaxed) {
                     return out;
                 }
@@ -890,7 +889,7 @@ pub fn run<T: Real>(
     // much against the bounds) only once a bounded iteration certifies few rows (see
     // FUSED_BELOW_CERTIFIED), and at most once.
     let fused_kernel = fused_eligible(&data.x, k, d);
-    let mut fused = fused_kernel.filter(|_| std::mem::size_of::<T>() == 4);
+    let mut fused = fused_kernel.filter(|_| small_d::available::<T>(d));
     let mut fused_left = false;
     if let Some(x) = dense_eligible(&data.x, k, d) {
         dense_labels(data, x, &init64, k, &mut labels); // the bounds stay ∞ / 0: the dense pass needs none
@@ -988,8 +987,7 @@ pub fn run<T: Real>(
             // the bounds certify too few rows to pay for themselves: the fused pass until few
             // points move; it keeps no bounds, so they restart from ∞ / 0 (valid at any time)
             fused = fused_kernel;
-            upper.iter_mut().for_each(|u| *u = f64::INFINITY);
-            lower.iter_mut().for_each(|l| *l = 0.0);
+            forget_bounds(&mut upper, &mut lower);
         }
         if updates_since_resum as f64 >= RESUM_AFTER_UPDATES_PER_POINT * n as f64 {
             cl = Clusters::from_labels(data, &labels, k, &cl.means, false).0;
@@ -1134,9 +1132,14 @@ fn switch_to_hartigan(
     *f = Factors { hartigan: true };
     *lloyd_phase = false;
     if dense_pass_used {
-        upper.iter_mut().for_each(|u| *u = f64::INFINITY);
-        lower.iter_mut().for_each(|l| *l = 0.0);
+        forget_bounds(upper, lower);
     }
+}
+
+/// Every row's bounds back to ∞ / 0: no information, valid for any centres.
+fn forget_bounds(upper: &mut [f64], lower: &mut [f64]) {
+    upper.iter_mut().for_each(|u| *u = f64::INFINITY);
+    lower.iter_mut().for_each(|l| *l = 0.0);
 }
 
 fn converged_strict(stats: &[IterStats]) -> bool {
