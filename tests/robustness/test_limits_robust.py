@@ -1,12 +1,19 @@
 """Issue 21, classes 1-3: memory limits, Ctrl-C and extreme scales.
 
 Memory and Ctrl-C cases run in a fresh interpreter each: memory under an address-space limit
-(``RLIMIT_AS``, 1 GB), where a Rust allocation failure used to abort the process; Ctrl-C by sending
+(``RLIMIT_AS``), where a Rust allocation failure used to abort the process; Ctrl-C by sending
 SIGINT to a child that is inside a long factorisation. Scale cases run in-process.
+
+The limit is measured, not fixed: a warmed-up interpreter's address space depends on the machine
+(every worker thread's matrix-product workspace is twice the L3 estimate: 128 MiB on one machine,
+600 MiB on a VM reporting a 300 MiB L3, with three threads). The limit is that footprint plus
+``ROOM``, and each case's sizes are set against ``ROOM``.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import signal
 import subprocess
 import sys
@@ -21,7 +28,19 @@ from thrifty.cluster import HartiganKMeans
 from thrifty.dpp import ProjectionDPP, orthonormalize
 from thrifty.inference import subspace_test
 
-LIMIT = 1_000_000 * 1024  # ulimit -v 1000000
+# bytes the memory cases may use above a warmed-up interpreter's address space
+ROOM = int(os.environ.get("THRIFTY_TEST_ROOM_MB", "480")) << 20
+
+# what every memory case's child runs first: the calling thread's and the pool's matrix-product
+# workspaces made (the state the measured limit is relative to)
+_WARM_UP = """
+from thrifty.inference import subspace_test
+ProjectionDPP(np.eye(40)[:, :5]).sample(random_state=0)  # the calling thread's workspace
+subspace_test(rng.standard_normal((30, 200)), rng.standard_normal(30), random_state=0)  # the pool's
+orthonormalize(rng.standard_normal((2000, 30)))
+"""
+
+_VM = 'print(next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("{key}:")))\n'
 
 _PRELUDE = """
 import resource, signal, sys
@@ -32,7 +51,8 @@ if limit:
 import numpy as np
 from thrifty.dpp import LEnsemble, ProjectionDPP, orthonormalize
 rng = np.random.default_rng(0)
-
+room = {room}
+{warm_up}
 
 def report(calls):
     # one line per call: "ok" or the MemoryError's first words
@@ -45,13 +65,31 @@ def report(calls):
 """
 
 
-def _child(code: str, limit: int = LIMIT) -> subprocess.Popen[str]:
-    source = _PRELUDE.format(limit=limit) + textwrap.dedent(code)
+def _source(code: str, limit: int, warm: bool) -> str:
+    warm_up = _WARM_UP if warm else ""
+    return _PRELUDE.format(limit=limit, room=ROOM, warm_up=warm_up) + textwrap.dedent(code)
+
+
+@functools.cache
+def _footprint(warm: bool) -> int:
+    """Bytes of address space of a fresh child: after importing (VmSize), or its peak after the warm-up."""
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("the address-space footprint is read from /proc")
+    code = _source(_VM.format(key="VmPeak" if warm else "VmSize"), 0, warm)
+    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout) << 10
+
+
+def _child(code: str, limit: int | None = None, warm: bool = True) -> subprocess.Popen[str]:
+    """A fresh interpreter running ``code`` under ``limit`` bytes of address space (0: none; None: the
+    warmed-up footprint plus ``ROOM``), after the warm-up unless ``warm`` is False."""
+    if limit is None:
+        limit = _footprint(True) + ROOM
+    source = _source(code, limit, warm)
     return subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _run(code: str, limit: int = LIMIT, timeout: float = 120) -> str:
-    proc = _child(code, limit)
+def _run(code: str, limit: int | None = None, timeout: float = 120, warm: bool = True) -> str:
+    proc = _child(code, limit, warm)
     out, err = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, f"child ended with {proc.returncode}:\n{err[-2000:]}"
     return out
@@ -91,9 +129,11 @@ def test_wide_basis_spans_the_columns_and_keeps_the_rank_rule() -> None:
 
 def test_an_eigendecomposition_beyond_the_memory_limit_is_a_memory_error() -> None:
     # Before: faer's eigensolver panicked in a scoped thread (PanicException) and the process hung.
+    # L takes half the room; the eigendecomposition needs several more n × n matrices.
     out = _run("""
+        n = int((0.5 * room / 8) ** 0.5)
         try:
-            LEnsemble(np.eye(7000))
+            LEnsemble(np.eye(n))
         except MemoryError as e:
             print("MemoryError", str(e)[:40])
     """)
@@ -104,18 +144,21 @@ def test_buffers_that_follow_the_input_are_memory_errors_under_a_limit() -> None
     # Before, each aborted the process ("memory allocation of 288000000 bytes failed") or raised a
     # PanicException: the proposal table of a tall U (n prefix sums beside the n leverage scores),
     # the chain rule's n residuals, the p × p Gram matrices of check="exact", and the n × n inverse
-    # of select_mutual_information.
+    # of select_mutual_information. Each input takes 55% of the room, each buffer as much again.
     out = _run("""
         from thrifty.dpp import select_mutual_information
-        n = 36_000_000
+        n = int(0.55 * room / 8)
+        p = int(n ** 0.5)
         U = np.full((n, 1), n ** -0.5)
-        calls = [
+        report([
             lambda: ProjectionDPP(U).sample(random_state=0),
-            lambda: ProjectionDPP(U[:30_000_000], check=False, method="chain").sample(random_state=0),
-            lambda: ProjectionDPP(np.eye(6000), check="exact"),
-            lambda: select_mutual_information(np.eye(5500), 3),
-        ]
-        report(calls)
+            lambda: ProjectionDPP(U, check=False, method="chain").sample(random_state=0),
+        ])
+        del U
+        report([
+            lambda: ProjectionDPP(np.eye(p), check="exact"),
+            lambda: select_mutual_information(np.eye(p), 3),
+        ])
     """)
     lines = out.strip().splitlines()
     assert len(lines) == 4 and all(line.startswith("MemoryError: cannot allocate") for line in lines), out
@@ -125,44 +168,54 @@ def test_kernel_partition_stratified_and_proposal_buffers_are_memory_errors_unde
     # Before, each aborted the process ("memory allocation of ... bytes failed"): the O(n) cell, index
     # and split buffers of the box partition (and the stable split's two O(n) vectors per node), the
     # O(n) order and prefix sums of the stratified sampler, and the proposal pairs of the distributed
-    # sampler (an absurd count was a capacity-overflow panic).
+    # sampler (an absurd count was a capacity-overflow panic). The inputs take 55-60% of the room.
     out = _run("""
         from thrifty import _core
-        n = 28_000_000
-        calls = [
-            lambda: _core.dpp_partition(np.full((n, 1), 0.5), 4, "volume"),
-            lambda: _core.DppStratified(np.zeros(n, dtype=np.int64), 1, np.full(n, 1.0 / n)),
-            lambda: _core.dpp_proposal_pairs(0, 0, 100_000_000, 1.0),
+        n = int(0.55 * room / 8)
+        m = int(0.3 * room / 8)
+        report([lambda: _core.dpp_partition(np.full((n, 1), 0.5), 4, "volume")])
+        report([lambda: _core.DppStratified(np.zeros(m, dtype=np.int64), 1, np.full(m, 1.0 / m))])
+        report([
+            lambda: _core.dpp_proposal_pairs(0, 0, room // 8, 1.0),
             lambda: _core.dpp_proposal_pairs(0, 0, 2**62, 1.0),
-        ]
-        report(calls)
+        ])
     """)
     lines = out.strip().splitlines()
     assert len(lines) == 4 and all(line.startswith("MemoryError: cannot allocate") for line in lines), out
 
 
+_FIRST_PRODUCTS = """
+    from thrifty.inference import subspace_test
+
+    def tall_variance():
+        Q = np.zeros((1_000_000, 20)); Q[np.arange(20), np.arange(20)] = 1.0
+        return ProjectionDPP(Q, check=False).exact_variance(rng.standard_normal(1_000_000))
+
+    report([
+        lambda: subspace_test(rng.standard_normal((30, {p})), rng.standard_normal(30), random_state=0),
+        tall_variance,
+        lambda: ProjectionDPP(np.eye(40)[:, :5]).sample(random_state=0),
+    ])
+"""
+
+
 def test_a_threads_first_matrix_product_is_checked_against_the_limit() -> None:
-    # faer's x86 products allocate a 2 x L3 packing buffer per thread (64 MiB here), infallibly, on the
-    # thread's first product. Before, under the limit, both calls aborted the process ("memory
-    # allocation of 67108864 bytes failed" in private_gemm_x86's thread-local): now every pool thread
-    # (and an inline call's calling thread) makes the buffer first, after checking that it fits.
-    out = _run("""
-        from thrifty.inference import subspace_test
-
-        def tall_variance():
-            Q = np.zeros((1_000_000, 20)); Q[np.arange(20), np.arange(20)] = 1.0
-            return ProjectionDPP(Q, check=False).exact_variance(rng.standard_normal(1_000_000))
-
-        calls = [
-            lambda: subspace_test(rng.standard_normal((30, 200_000)), rng.standard_normal(30), random_state=0),
-            tall_variance,
-            lambda: ProjectionDPP(np.eye(40)[:, :5]).sample(random_state=0),
-        ]
-        report(calls)
-    """)
+    # faer's x86 products allocate a 2 x L3 packing buffer per thread (2 × the L3 estimate: 128 MiB
+    # on one machine, 600 MiB on another), infallibly, on the thread's first product. Before, under a
+    # limit, both calls aborted the process ("memory allocation of 67108864 bytes failed" in
+    # private_gemm_x86's thread-local): now every pool thread (and an inline call's calling thread)
+    # makes the buffer first, after checking that it fits. Cold children (no warm-up) here.
+    out = _run(_FIRST_PRODUCTS.format(p=200_000), warm=False)
     lines = out.strip().splitlines()
     assert len(lines) == 3 and all(line == "ok" or line.startswith("MemoryError: ") for line in lines), out
     assert lines[0] == lines[2] == "ok", out  # 48 MB of X fits, and so does a small call afterwards
+    # room for under one workspace above the imported interpreter (the warm-up makes three): the first
+    # product of the pool and of the calling thread are refused, by name, and nothing aborts
+    cold, warm = _footprint(False), _footprint(True)
+    out = _run(_FIRST_PRODUCTS.format(p=2000), limit=cold + (warm - cold) // 6, warm=False)
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("MemoryError: cannot allocate the matrix-product workspace"), out
+    assert len(lines) == 3 and all(line.startswith("MemoryError: ") for line in lines), out
 
 
 def test_the_inline_one_off_path_draws_the_pooled_paths_sample() -> None:
