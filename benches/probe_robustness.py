@@ -2,12 +2,15 @@
 
 Every case runs in its own Python process. Memory cases run under an address-space limit
 (``RLIMIT_AS``, 1 GB like ``ulimit -v 1000000``) and must end in a clean ``MemoryError`` (or
-succeed), never an abort; Ctrl-C cases get SIGINT once the call has run for a while and must stop
+succeed), never an abort (``--room MB``: the limit is instead a warmed-up interpreter's peak plus MB,
+and each memory child warms up first: on a VM that reports a huge L3 every thread's matrix-product
+workspace alone can exceed 1 GB of address space, and the fixed limit then stops every call at it);
+Ctrl-C cases get SIGINT once the call has run for a while and must stop
 within about a second with ``KeyboardInterrupt``; scale cases print what the call returned or
 raised. The table gives the call, the outcome and the time (for Ctrl-C: from the signal to the
 process's end).
 
-    python benches/probe_robustness.py [--only SUBSTRING] > benches/output/probe_robustness.txt
+    python benches/probe_robustness.py [--only SUBSTRING] [--room MB] > benches/output/probe_robustness.txt
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from thrifty.cluster import HartiganKMeans
 from thrifty.dpp import LEnsemble, ProjectionDPP, greedy_map, orthonormalize, select_mutual_information
 from thrifty.inference import subspace_test
 rng = np.random.default_rng(0)
+{warm_up}
 {setup}
 print("READY", flush=True)
 t0 = time.perf_counter()
@@ -60,15 +64,35 @@ class Case:
     timeout: float = 120.0
 
 
-def child_source(case: Case) -> str:
-    limit = MEMORY_LIMIT if case.kind == "memory" else 0
-    return _CHILD.format(limit=limit, setup=textwrap.dedent(case.setup), call=case.call, show=case.show)
+# the calling thread's and the pool's matrix-product workspaces, made before a memory case under --room
+_WARM_UP = """
+ProjectionDPP(np.eye(40)[:, :5]).sample(random_state=0)
+subspace_test(rng.standard_normal((30, 200)), rng.standard_normal(30), random_state=0)
+orthonormalize(rng.standard_normal((2000, 30)))
+"""
 
 
-def run_case(case: Case) -> tuple[str, float]:
+def warmed_peak() -> int:
+    """Bytes of address space a fresh child reaches by the end of the warm-up (its VmPeak)."""
+    show = 'next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmPeak:"))'
+    code = _CHILD.format(limit=0, warm_up=_WARM_UP, setup="", call="0", show=show)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return int(next(line.split()[2] for line in out.splitlines() if line.startswith("OUTCOME "))) << 10
+
+
+def child_source(case: Case, limit: int, warm: bool) -> str:
+    """The child's program: ``limit`` bytes of address space for a memory case (0: none)."""
+    memory = case.kind == "memory"
+    warm_up = _WARM_UP if memory and warm else ""
+    return _CHILD.format(
+        limit=limit if memory else 0, warm_up=warm_up, setup=textwrap.dedent(case.setup), call=case.call, show=case.show
+    )
+
+
+def run_case(case: Case, limit: int = MEMORY_LIMIT, warm: bool = False) -> tuple[str, float]:
     """(outcome, seconds) of one case in a fresh interpreter."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", child_source(case)],
+        [sys.executable, "-c", child_source(case, limit, warm)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         # unbuffered bytes: a text wrapper's readline would swallow the lines after READY of a call
@@ -110,7 +134,9 @@ def run_case(case: Case) -> tuple[str, float]:
 
 MEMORY = [
     Case(
-        "memory", "HartiganKMeans(2000, n_init=1, max_iter=2, random_state=0).fit(X)", "X = rng.standard_normal((1_000_000, 10))",
+        "memory",
+        "HartiganKMeans(2000, n_init=1, max_iter=2, random_state=0).fit(X)",
+        "X = rng.standard_normal((1_000_000, 10))",
         timeout=300,  # a real fit: 95 s under the 1 GB limit on a loaded 2-core machine (2026-12-02), no abort
     ),
     Case(
@@ -120,13 +146,21 @@ MEMORY = [
         timeout=300,
     ),
     Case("memory", "LEnsemble(features=F).sample(random_state=0)", "F = rng.standard_normal((200, 20000))"),
-    Case("memory", "subspace_test(X, y, random_state=0)", "X = rng.standard_normal((30, 200000)); y = rng.standard_normal(30)"),
+    Case(
+        "memory",
+        "subspace_test(X, y, random_state=0)",
+        "X = rng.standard_normal((30, 200000)); y = rng.standard_normal(30)",
+    ),
     Case(
         "memory",
         "ProjectionDPP(Q, check=False).exact_variance(g)",
         "Q = np.zeros((1_000_000, 20)); Q[np.arange(20), np.arange(20)] = 1.0; g = rng.standard_normal(1_000_000)",
     ),
-    Case("memory", "ProjectionDPP(Q, check=False).sample_many(2000, random_state=0)", "Q = np.linalg.qr(rng.standard_normal((20000, 50)))[0]"),
+    Case(
+        "memory",
+        "ProjectionDPP(Q, check=False).sample_many(2000, random_state=0)",
+        "Q = np.linalg.qr(rng.standard_normal((20000, 50)))[0]",
+    ),
     Case(
         "memory",
         "ProjectionDPP(Q, check=False, method='chain').sample_many(4, random_state=0)",
@@ -150,7 +184,9 @@ MEMORY = [
     Case("memory", "LEnsemble(features=F).sample(random_state=0)", "F = rng.standard_normal((20000, 2000))"),
     # The discrete kernels' O(n) buffers (box partition, stratified sampler) and the distributed
     # sampler's proposal pairs, reached through the core entry points the public classes call.
-    Case("memory", "_core.dpp_partition(Z, 4, 'volume')", "from thrifty import _core; Z = np.full((28_000_000, 1), 0.5)"),
+    Case(
+        "memory", "_core.dpp_partition(Z, 4, 'volume')", "from thrifty import _core; Z = np.full((28_000_000, 1), 0.5)"
+    ),
     Case(
         "memory",
         "_core.DppStratified(c, 1, k)",
@@ -167,8 +203,18 @@ CTRL_C = [
 
 _W = "X = rng.standard_normal((3000, 4)); X[:1500] += 5"
 SCALE = [
-    Case("scale", "HartiganKMeans(2, random_state=0).fit(X, sample_weight=np.full(len(X), 1e308))", _W, show="'inertia %.4g' % result.inertia_"),
-    Case("scale", "HartiganKMeans(2, random_state=0).fit(X, sample_weight=np.ones(len(X)))", _W, show="'inertia %.4g' % result.inertia_"),
+    Case(
+        "scale",
+        "HartiganKMeans(2, random_state=0).fit(X, sample_weight=np.full(len(X), 1e308))",
+        _W,
+        show="'inertia %.4g' % result.inertia_",
+    ),
+    Case(
+        "scale",
+        "HartiganKMeans(2, random_state=0).fit(X, sample_weight=np.ones(len(X)))",
+        _W,
+        show="'inertia %.4g' % result.inertia_",
+    ),
     Case("scale", "HartiganKMeans(2, random_state=0).fit(X * 1e300)", _W, show="'inertia %.4g' % result.inertia_"),
     Case(
         "scale",
@@ -196,12 +242,18 @@ SCALE = [
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run the cases whose call contains this text")
+    parser.add_argument(
+        "--room", type=float, default=None, help="MB above a warmed-up child's peak (default: 1 GB in all)"
+    )
     args = parser.parse_args()
+    limit = MEMORY_LIMIT if args.room is None else warmed_peak() + int(args.room * 2**20)
+    how = "fixed" if args.room is None else f"a warmed-up child's peak + {args.room:g} MiB"
+    print(f"memory limit {limit / 2**20:.0f} MiB ({how})")
     print(f"{'class':7} | {'call':<82} | {'time s':>6} | outcome")
     for case in MEMORY + CTRL_C + SCALE:
         if args.only not in case.call:
             continue
-        outcome, took = run_case(case)
+        outcome, took = run_case(case, limit, warm=args.room is not None)
         print(f"{case.kind:7} | {case.call:<82} | {took:6.2f} | {outcome}", flush=True)
 
 
