@@ -80,7 +80,17 @@ def array(d: dict[str, Any]) -> np.ndarray:
 
 
 def inputs() -> dict[str, np.ndarray]:
-    """The data sets of the grid (drawn from fixed seeds; also written into the fixture file)."""
+    """The data sets of the grid: those recorded in the fixture file (bit for bit what the recorded results
+    were computed from), or freshly drawn (:func:`draw_inputs`) while there is none. The recorded arrays, not
+    a re-draw, because a re-draw's last bits follow the CPU: NumPy computes ``u ** 6`` with SVML's (not
+    correctly rounded) power on AVX-512 CPUs and with libm's elsewhere."""
+    if FIXTURE.exists():
+        return {k: array(v) for k, v in json.loads(FIXTURE.read_text())["inputs"].items()}
+    return draw_inputs()
+
+
+def draw_inputs() -> dict[str, np.ndarray]:
+    """The data sets of the grid, drawn from fixed seeds (written into the fixture file)."""
     rng = np.random.default_rng(20)
     d: dict[str, np.ndarray] = {}
     x = rng.normal(size=(150, 15))
@@ -319,7 +329,7 @@ def write(path: Path, about: str, cases: dict[str, Any], run: Any, with_inputs: 
     """Run every case of ``cases`` with ``run(name, data)`` and write them (and the inputs) to ``path``."""
     if os.environ.get("OPENBLAS_CORETYPE") != BLAS_CORETYPE:  # numpy is loaded: re-run the script pinned
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "OPENBLAS_CORETYPE": BLAS_CORETYPE})
-    data = inputs()
+    data = draw_inputs() if with_inputs else inputs()
     out: dict[str, Any] = {"about": about}
     if with_inputs:
         out["inputs"] = {k: encode(v) for k, v in data.items()}

@@ -168,8 +168,23 @@ fn fixed_basis_null(spec: &Spec, prep: &Prepared, ys: &[Vec<f64>], split: usize)
         .collect())
 }
 
-fn gemm(dst: faer::MatMut<'_, f64>, a: MatRef<'_, f64>, b: MatRef<'_, f64>) {
-    matmul(dst, Accum::Replace, a, b, 1.0, Par::Seq);
+/// Rows of a product per [`gemm`] call: on an AVX-512 Xeon faer's blocking runs a 500×1000·1000×500
+/// product at ~30 GMAC/s on one core and the same product in 250-row panels at ~53 (OpenBLAS: 45); on an
+/// AVX2 EPYC both run at ~18–20, near its peak (OpenBLAS: 21), so the split costs nothing there
+/// (`benches/compare_inference_perm_rows.py`); larger products are unaffected by the split.
+const PANEL_ROWS: usize = 256;
+
+/// dst = a·b, in balanced row panels of at most [`PANEL_ROWS`] rows.
+fn gemm(mut dst: faer::MatMut<'_, f64>, a: MatRef<'_, f64>, b: MatRef<'_, f64>) {
+    let m = a.nrows();
+    let panels = m.div_ceil(PANEL_ROWS).max(1);
+    let rows = m.div_ceil(panels);
+    let mut r0 = 0;
+    while r0 < m {
+        let h = rows.min(m - r0);
+        matmul(dst.as_mut().subrows_mut(r0, h), Accum::Replace, a.subrows(r0, h), b, 1.0, Par::Seq);
+        r0 += h;
+    }
 }
 
 /// ỹ columns (n_tr × c) for a block of permuted responses; `ok[b]` is false where y is constant on train.
@@ -260,35 +275,55 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
         let mut kte = Mat::<f64>::zeros(n_te, n_tr);
         gemm(kte.as_mut(), xte, xtr.transpose());
         let unit = prep.w_te.iter().all(|&w| w == 1.0);
+        // one response block and one prediction block per split, overwritten block by block
+        let width = BLOCK.min(ys.len());
+        let mut y0_buf = Mat::<f64>::zeros(n_tr, width);
+        let mut pred_buf = Mat::<f64>::zeros(n_te, width);
+        let mut yte_buf = Mat::<f64>::zeros(n_te, width);
         for chunk in ys.chunks(BLOCK) {
             let c = chunk.len();
-            let mut y0 = Mat::<f64>::zeros(n_tr, c);
             let mut constant = vec![false; c];
             for (b, y) in chunk.iter().enumerate() {
-                let col = y0.col_as_slice_mut(b);
-                let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+                let col = y0_buf.col_as_slice_mut(b);
+                // y is finite (validated), so "constant on train" is "no value differs from the first";
+                // an OR instead of a min/max chain keeps this gather off a dependency chain
+                let first = y[prep.train[0]];
+                let mut differs = false;
                 for ((o, &i), &s) in col.iter_mut().zip(&prep.train).zip(&prep.sw_tr) {
                     let v = y[i];
-                    lo = lo.min(v);
-                    hi = hi.max(v);
+                    differs |= v != first;
                     *o = s * v;
                 }
-                constant[b] = !(hi > lo);
-            }
-            let mut pred = Mat::<f64>::zeros(n_te, c);
-            gemm(pred.as_mut(), kte.as_ref(), y0.as_ref());
-            let mut yte = vec![0.0; n_te];
-            for b in 0..c {
-                if constant[b] {
-                    out.push(f64::NAN);
-                    continue;
+                constant[b] = !differs;
+                for (o, &i) in yte_buf.col_as_slice_mut(b).iter_mut().zip(&prep.test) {
+                    *o = y[i];
                 }
-                for (o, &i) in yte.iter_mut().zip(&prep.test) {
-                    *o = chunk[b][i];
-                }
-                let pc = pred.col_as_slice(b);
-                out.push(if unit { corr(pc, &yte) } else { wcorr(pc, &yte, &prep.w_te) });
             }
+            gemm(pred_buf.as_mut().subcols_mut(0, c), kte.as_ref(), y0_buf.as_ref().subcols(0, c));
+            let (pred, yte) = (&pred_buf, &yte_buf);
+            let mut rs = vec![f64::NAN; c];
+            if unit {
+                // four permutations' correlations at a time (the same bits as one at a time)
+                const G: usize = 4;
+                for g in (0..c).step_by(G) {
+                    if g + G <= c {
+                        let r = corr_group::<G>(
+                            std::array::from_fn(|l| pred.col_as_slice(g + l)),
+                            std::array::from_fn(|l| yte.col_as_slice(g + l)),
+                        );
+                        rs[g..g + G].copy_from_slice(&r);
+                    } else {
+                        for b in g..c {
+                            rs[b] = corr(pred.col_as_slice(b), yte.col_as_slice(b));
+                        }
+                    }
+                }
+            } else {
+                for (b, r) in rs.iter_mut().enumerate() {
+                    *r = wcorr(pred.col_as_slice(b), yte.col_as_slice(b), &prep.w_te);
+                }
+            }
+            out.extend(rs.into_iter().zip(&constant).map(|(r, &k)| if k { f64::NAN } else { r }));
         }
     } else if cost_n <= cost_p {
         // k > 1: K̃ is symmetric, so only its lower triangle is formed (half the flops), and the test
@@ -440,22 +475,42 @@ fn pls_gram_null(prep: &Prepared, ys: &[Vec<f64>], k: usize) -> Vec<f64> {
 /// Unweighted Pearson r with the same degenerate-case rule as [`wcorr`] (two passes, no weights; NaN
 /// when undefined).
 fn corr(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len() as f64;
-    let ma = a.iter().sum::<f64>() / n;
-    let mb = b.iter().sum::<f64>() / n;
-    let (mut sab, mut saa, mut sbb, mut raa, mut rbb) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for (&x, &y) in a.iter().zip(b) {
-        let (da, db) = (x - ma, y - mb);
-        sab += da * db;
-        saa += da * da;
-        sbb += db * db;
-        raa += x * x;
-        rbb += y * y;
+    corr_group([a], [b])[0]
+}
+
+/// [`corr`] of L column pairs at once: each pair's sums run in its own accumulator in row order (the
+/// bits of L separate calls), and the L independent chains vectorise across the pairs.
+fn corr_group<const L: usize>(a: [&[f64]; L], b: [&[f64]; L]) -> [f64; L] {
+    let n = a[0].len();
+    assert!(a.iter().chain(&b).all(|v| v.len() == n));
+    // -0.0 starts the means' sums as `Iterator::sum` does, so a sum of zeros keeps its sign
+    let (mut sa, mut sb) = ([-0.0f64; L], [-0.0f64; L]);
+    for i in 0..n {
+        for l in 0..L {
+            sa[l] += a[l][i];
+            sb[l] += b[l][i];
+        }
     }
-    if !(saa > 1e-15 * raa) || !(sbb > 1e-15 * rbb) || saa == 0.0 || sbb == 0.0 {
-        return f64::NAN;
+    let (ma, mb) = (sa.map(|s| s / n as f64), sb.map(|s| s / n as f64));
+    let mut acc = [[0.0f64; L]; 5];
+    for i in 0..n {
+        for l in 0..L {
+            let (x, y) = (a[l][i], b[l][i]);
+            let (da, db) = (x - ma[l], y - mb[l]);
+            acc[0][l] += da * db;
+            acc[1][l] += da * da;
+            acc[2][l] += db * db;
+            acc[3][l] += x * x;
+            acc[4][l] += y * y;
+        }
     }
-    (sab / (saa.sqrt() * sbb.sqrt())).clamp(-1.0, 1.0)
+    std::array::from_fn(|l| {
+        let [sab, saa, sbb, raa, rbb] = acc.map(|v| v[l]);
+        if !(saa > 1e-15 * raa) || !(sbb > 1e-15 * rbb) || saa == 0.0 || sbb == 0.0 {
+            return f64::NAN;
+        }
+        (sab / (saa.sqrt() * sbb.sqrt())).clamp(-1.0, 1.0)
+    })
 }
 
 /// Cholesky solve of a small SPD system; `None` if not numerically positive definite.
