@@ -24,7 +24,7 @@ want="$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q "maturin>=1.5,<2" numpy scipy scikit-learn tqdm threadpoolctl \
-      pytest hypothesis mypy ruff matplotlib rdata "dask[array]" distributed joblib vaderSentiment afinn auditwheel \
+      pytest hypothesis mypy ruff matplotlib rdata "dask[array,distributed]>=2023.1" joblib vaderSentiment afinn auditwheel \
       "sphinx>=7" "numpydoc>=1.6"
   echo "$want" > "$stamp"
 fi
