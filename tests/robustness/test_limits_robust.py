@@ -34,7 +34,6 @@ ROOM = int(os.environ.get("THRIFTY_TEST_ROOM_MB", "480")) << 20
 # what every memory case's child runs first: the calling thread's and the pool's matrix-product
 # workspaces made (the state the measured limit is relative to)
 _WARM_UP = """
-from thrifty.inference import subspace_test
 ProjectionDPP(np.eye(40)[:, :5]).sample(random_state=0)  # the calling thread's workspace
 subspace_test(rng.standard_normal((30, 200)), rng.standard_normal(30), random_state=0)  # the pool's
 orthonormalize(rng.standard_normal((2000, 30)))
@@ -50,6 +49,9 @@ if limit:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 import numpy as np
 from thrifty.dpp import LEnsemble, ProjectionDPP, orthonormalize
+# imported here, inside the measured footprint: it loads scipy and scikit-learn, and scipy's bundled
+# OpenBLAS, when its thread buffers do not fit at load, retries malloc forever (a hang, not ours)
+from thrifty.inference import subspace_test
 rng = np.random.default_rng(0)
 room = {room}
 {warm_up}
@@ -185,8 +187,6 @@ def test_kernel_partition_stratified_and_proposal_buffers_are_memory_errors_unde
 
 
 _FIRST_PRODUCTS = """
-    from thrifty.inference import subspace_test
-
     def tall_variance():
         Q = np.zeros((1_000_000, 20)); Q[np.arange(20), np.arange(20)] = 1.0
         return ProjectionDPP(Q, check=False).exact_variance(rng.standard_normal(1_000_000))
