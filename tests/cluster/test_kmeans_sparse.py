@@ -91,6 +91,29 @@ def test_non_canonical_csr_and_other_sparse_formats() -> None:
         assert got.inertia_ == pytest.approx(ref.inertia_, rel=1e-10)
 
 
+@pytest.mark.parametrize("make", [sp.csr_matrix, sp.csr_array, sp.csc_matrix, sp.coo_matrix, "csr-int64", "csr-dup"])
+def test_the_callers_sparse_matrix_comes_back_exactly_as_passed(make: object) -> None:
+    # Byte for byte, its cached flags included: scipy caches the answer of has_canonical_format on
+    # the object it asks, so asking the caller's CSR changed its pickle (found by a probe).
+    import pickle
+
+    Xs = _sparse_blobs(5, np.float64, n=300, d=6, k=3)
+    if make == "csr-int64":
+        M = sp.csr_matrix(Xs)
+        M.indices, M.indptr = M.indices.astype(np.int64), M.indptr.astype(np.int64)
+    elif make == "csr-dup":
+        coo = Xs.tocoo()
+        M = sp.csr_matrix((np.r_[coo.data / 2, coo.data / 2], (np.r_[coo.row, coo.row], np.r_[coo.col, coo.col])),
+                          shape=Xs.shape)
+    else:
+        M = make(Xs)  # type: ignore[operator]
+    before = pickle.dumps(M)
+    km = HartiganKMeans(3, random_state=0).fit(M)
+    km.predict(M), km.transform(M), km.score(M), HartiganKMeans(3, random_state=0).fit_predict(M)
+    assert pickle.dumps(M) == before
+    assert km.inertia_ == pytest.approx(HartiganKMeans(3, random_state=0).fit(Xs.toarray()).inertia_, rel=1e-10)
+
+
 def test_bad_sparse_input_is_a_value_error() -> None:
     Xs = _sparse_blobs(0, np.float64)
     bad = Xs.copy()

@@ -38,7 +38,12 @@ InitType = Literal["k-means++", "random"] | npt.ArrayLike | Callable[..., Any]
 def _canonical_csr(X: Any) -> Any:
     """X as CSR without duplicate entries (the core's row norms need summed duplicates); a copy
     only when X has duplicates or unsorted indices, never a change to the caller's matrix."""
-    X = X.tocsr() if X.format != "csr" else X
+    if X.format == "csr":
+        # A view on the caller's arrays: scipy caches the answer of ``has_canonical_format`` on the
+        # object it asks, and the caller's object must come back exactly as it was passed.
+        X = type(X)((X.data, X.indices, X.indptr), shape=X.shape, copy=False)
+    else:
+        X = X.tocsr()
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
