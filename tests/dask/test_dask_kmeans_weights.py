@@ -158,3 +158,22 @@ def test_bad_weights_name_the_argument(dask_client: Any, data: tuple[np.ndarray,
         HartiganKMeans(3).fit(da.from_array(X, chunks=(1000, 4)), sample_weight=da.from_array(wb, chunks=500))
     with dask_client.as_current(), pytest.raises(ValueError, match="sample_weight"):
         HartiganKMeans(3).fit(da.from_array(X, chunks=(1000, 4)), sample_weight=w[:-1])
+
+
+@pytest.mark.parametrize("exponent", [700, -700])
+def test_data_beyond_the_squared_range_is_rescaled_alike_on_dask(
+    dask_client: Any, data: tuple[np.ndarray, np.ndarray], exponent: int
+) -> None:
+    # The blocked fit rescales X by a power of two when its squared distances would leave float64
+    # (before: "k-means|| found only 1 distinct candidate centres"); on a dask array the same check
+    # (one extra pass) gives the single-machine result bit for bit, and the unit-scale clustering.
+    X, w = data
+    s = 2.0**exponent
+    unit = DaskHartiganKMeans(**PARAMS).fit(X, sample_weight=w)
+    with pytest.warns(RuntimeWarning, match="inertia_ (over|under)flows"):
+        ref = DaskHartiganKMeans(**PARAMS).fit(X * s, sample_weight=w)
+    with pytest.warns(RuntimeWarning, match="inertia_ (over|under)flows"):
+        got = DaskHartiganKMeans(**PARAMS, client=dask_client).fit(da.from_array(X * s, chunks=(700, 4)), sample_weight=w)
+    _same(ref, got, dask_client)
+    np.testing.assert_array_equal(ref.labels_, unit.labels_)
+    np.testing.assert_array_equal(ref.cluster_centers_, unit.cluster_centers_ * s)

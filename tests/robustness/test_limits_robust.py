@@ -284,6 +284,53 @@ def test_an_overflowing_inertia_is_inf_with_a_warning() -> None:
     assert km.inertia_ == np.inf
 
 
+@pytest.mark.parametrize("algorithm", ["hartigan", "lloyd", "blocked-hartigan", "blocked-lloyd"])
+@pytest.mark.parametrize("exponent", [1020, 700, -700, -1000])
+def test_data_beyond_the_squared_range_is_clustered_as_if_rescaled(algorithm: str, exponent: int) -> None:
+    # Before (found by a probe): X * 2**1020 gave NaN centres and inertia_ 0.0 in silence, X * 2**-700
+    # put every point in one cluster (squared distances underflow), and the blocked fits raised
+    # "k-means|| found only 1 distinct candidate centres". Scaling by a power of two is exact, so
+    # the clustering is the unit-scale one, bit for bit, and only inertia_ leaves the range.
+    s = 2.0**exponent
+    ref = HartiganKMeans(2, algorithm=algorithm, random_state=0).fit(X_KM)
+    Xs = X_KM * s
+    before = Xs.copy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        km = HartiganKMeans(2, algorithm=algorithm, random_state=0).fit(Xs)
+    np.testing.assert_array_equal(Xs, before)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    np.testing.assert_array_equal(km.cluster_centers_, ref.cluster_centers_ * s)
+    assert km.inertia_ == (np.inf if exponent > 0 else 0.0)
+    assert [str(c.message).split(" float64")[0] for c in caught] == ["inertia_ overflows" if exponent > 0 else "inertia_ underflows"]
+    assert "exact (computed on X rescaled" in str(caught[0].message)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # scikit-learn's finiteness check sums Xs
+        np.testing.assert_array_equal(km.predict(Xs), ref.predict(X_KM))
+        np.testing.assert_allclose(km.transform(Xs), ref.transform(X_KM) * s, rtol=1e-13)
+        assert km.score(Xs) == (-np.inf if exponent > 0 else 0.0)
+
+
+def test_float32_data_whose_squares_overflow_float32_is_rescaled() -> None:
+    X32 = X_KM.astype(np.float32)
+    ref = HartiganKMeans(2, random_state=0).fit(X32)
+    km = HartiganKMeans(2, random_state=0).fit(X32 * np.float32(2.0**100))
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    assert km.cluster_centers_.dtype == np.float32
+    np.testing.assert_array_equal(km.cluster_centers_, ref.cluster_centers_ * np.float32(2.0**100))
+    assert km.inertia_ == pytest.approx(ref.inertia_ * 2.0**200, rel=1e-6)
+
+
+def test_values_at_the_float64_limit_give_finite_centres() -> None:
+    # Before: NaN centres and inertia_ = 0.0 with only a "fewer distinct clusters" warning.
+    Z = np.where(X_KM > 3, 1.7e308, -1.7e308)
+    with pytest.warns(RuntimeWarning, match="inertia_ overflows"):
+        km = HartiganKMeans(2, random_state=0).fit(Z)
+    assert np.isfinite(km.cluster_centers_).all() and km.inertia_ == np.inf
+    ref = HartiganKMeans(2, random_state=0).fit(np.sign(Z))
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+
+
 @pytest.mark.parametrize("scale", [1e308, 1e-320])
 def test_subspace_test_weights_are_relative(scale: float) -> None:
     # Before: 1e308 weights made y "constant", 1e-320 weights made every split undefined.

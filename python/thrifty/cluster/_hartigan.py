@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from numbers import Integral, Real
@@ -31,6 +32,7 @@ from thrifty._validation import RandomState, check_n_jobs, physical_memory, seed
 from thrifty._warn import warn
 from thrifty.cluster._blocked import DEFAULT_BLOCK_ROWS, BlockedResult, LocalExecutor, fit_blocked
 from thrifty.cluster._dask_executor import DaskExecutor, dask_client
+from thrifty.cluster._scale import extreme_exponent, looks_out_of_range, scaled, unscaled_sq, warn_out_of_range
 
 InitType = Literal["k-means++", "random"] | npt.ArrayLike | Callable[..., Any]
 
@@ -65,6 +67,39 @@ def _core_args(X: Any) -> tuple[npt.NDArray[Any], _core._CsrParts | None]:
         np.ascontiguousarray(X.indptr, dtype=np.uint64),
         int(n_features),
     )
+
+
+def _scaled_init(init: Any, e: int, X: Any) -> Any:
+    """``init`` for a fit on ``X · 2**-e``: explicit centres scaled alike; a callable still sees the
+    caller's X and its centres are scaled."""
+    if isinstance(init, str):
+        return init
+    if callable(init):
+        return lambda _x, k, rs: scaled(np.asarray(init(X, k, rs), dtype=X.dtype), e)
+    return scaled(np.asarray(init), e)
+
+
+def _unscaled_fit(result: _core.KMeansFit, e: int) -> _core.KMeansFit:
+    """A fit on ``X · 2**-e`` in X's units: centres × 2**e, inertia and SSE traces × 4**e."""
+    out = result.copy()
+    with np.errstate(over="ignore", under="ignore"):
+        for key in ("cluster_centers", "init_centers"):
+            c = result[key]
+            out[key] = np.ldexp(c, e).astype(c.dtype)
+        for key in ("sse_after_batch", "sse_after_sequential"):
+            out[key] = np.ldexp(result[key], 2 * e)  # type: ignore[literal-required]
+    out["inertia"] = unscaled_sq(result["inertia"], e)
+    return out
+
+
+def _unscaled_blocked(res: BlockedResult, e: int) -> BlockedResult:
+    """A blocked fit on ``X · 2**-e`` in X's units (as :func:`_unscaled_fit`)."""
+    with np.errstate(over="ignore", under="ignore"):
+        return dataclasses.replace(
+            res, centers=np.ldexp(res.centers, e), init_centers=np.ldexp(res.init_centers, e),
+            inertia=unscaled_sq(res.inertia, e), lloyd_sse=[unscaled_sq(v, e) for v in res.lloyd_sse],
+            hartigan_sse=[unscaled_sq(v, e) for v in res.hartigan_sse],
+        )
 
 
 def _all_finite(X: Any) -> bool:
@@ -380,7 +415,15 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         if self.verbose:
             print("Initialization complete")
         result = self._fit_core(X, sw, k, init, n_init, seed)
+        scaled_inertia = None
+        if looks_out_of_range(result["inertia"], result["cluster_centers"]) and (e := extreme_exponent(X)):
+            # Squared distances left the float range: the same runs on X · 2**-e (exact; see _scale).
+            rescaled = self._fit_core(scaled(X, e), sw, k, _scaled_init(init, e, X), n_init, seed)
+            if np.isfinite(rescaled["cluster_centers"]).all():
+                scaled_inertia = rescaled["inertia"]
+                result = _unscaled_fit(rescaled, e)
         self._set_core_result(result, seed, n_init)
+        warn_out_of_range(self.inertia_, scaled_inertia)
         self._warn_if_fewer_distinct(k)
         if self.verbose:
             self._print_stats(X.shape[0])
@@ -417,12 +460,6 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         self.cluster_centers_ = result["cluster_centers"]
         self.labels_ = result["labels"]
         self.inertia_ = float(result["inertia"])
-        if not np.isfinite(self.inertia_):  # scikit-learn reports inf too, silently
-            warn(
-                "inertia_ overflows float64 (squared distances of X, times sample_weight, exceed 1.8e308); "
-                "it is reported as inf and the assignment may be unreliable: rescale X",
-                RuntimeWarning,
-            )
         self.n_iter_ = int(result["n_iter"])
         self.converged_ = bool(result["converged"])
         self.seed_ = seed
@@ -480,29 +517,42 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         suits ``X``: a :class:`DaskExecutor` for a dask array, a :class:`LocalExecutor` otherwise;
         ``n_init`` runs (seeds from ``_run_seed``), the lowest inertia wins. ``sample_weight`` goes
         with the rows into the same blocks (see :class:`thrifty.cluster._blocked.WeightPlan`)."""
-        ex: Any
         if is_dask_array(X):
-            ex = DaskExecutor(X, block_rows, dask_client(client), sample_weight)
-            self.n_features_in_ = ex.d
+            Xv, sw = X, sample_weight
         else:
             Xv = self._validate_train(X)
             sw = None
             if sample_weight is not None:
                 sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64, ensure_non_negative=True)
-            ex = LocalExecutor(Xv, block_rows, self.n_jobs, sw)
+        # Data beyond the safe range (see _scale) is fitted as X · 2**-e, exactly, and scaled back.
+        # Checked up front here (one extra read; the blocked fit reads X many times): its k-means||
+        # seeding cannot even start when the squared distances overflow.
+        e = extreme_exponent(Xv)
+        Xs = scaled(Xv, e) if e else Xv
+        ex: Any
+        if is_dask_array(Xs):
+            ex = DaskExecutor(Xs, block_rows, dask_client(client), sw)
+            self.n_features_in_ = ex.d
+        else:
+            ex = LocalExecutor(Xs, block_rows, self.n_jobs, sw)
         k, init, n_init = self._check_blocked_init(ex.n, ex.d)
         seed = seed_from_random_state(self.random_state)
         best: BlockedResult | None = None
         for run in range(n_init):
             res = fit_blocked(
-                ex, n_clusters=k, init=init, max_iter=int(self.max_iter), tol=float(self.tol),
+                ex, n_clusters=k, init=init if isinstance(init, str) or not e else scaled(init, e),
+                max_iter=int(self.max_iter), tol=float(self.tol),
                 algorithm=algorithm, seed=_run_seed(seed, run), init_rounds=init_rounds,
                 oversampling=oversampling, max_hartigan_rounds=max_hartigan_rounds, on_iteration=on_iteration,
             )
             if best is None or res.inertia < best.inertia:
                 best = res
         assert best is not None
+        scaled_inertia = best.inertia if e else None
+        if e:
+            best = _unscaled_blocked(best, e)
         self._set_blocked_result(best, ex, seed, n_init)
+        warn_out_of_range(self.inertia_, scaled_inertia)
         return self
 
     def _check_blocked_init(self, n: int, d: int) -> tuple[int, Any, int]:
@@ -587,6 +637,17 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             return _canonical_csr(Xv.astype(dtype, copy=False))
         return np.ascontiguousarray(Xv, dtype=dtype)
 
+    def _test_args(self, Xv: Any) -> tuple[npt.NDArray[Any], _core._CsrParts | None, npt.NDArray[Any], int]:
+        """The core's arguments for ``Xv`` against the centres, and ``e``: centres beyond the safe
+        range (see _scale) are compared with ``Xv`` after both are rescaled by 2**-e (exact); 0 when
+        they are not, the common case (no copy)."""
+        centers = self.cluster_centers_
+        e = extreme_exponent(centers)
+        if e:
+            Xv, centers = scaled(Xv, e), scaled(centers, e)
+        x_arg, csr = _core_args(Xv)
+        return x_arg, csr, centers, e
+
     def predict(self, X: Any) -> npt.NDArray[np.int32]:
         """Index of the nearest centre of each row.
 
@@ -604,8 +665,8 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             As :class:`sklearn.cluster.KMeans` for bad input; ``KeyboardInterrupt`` within a
             fraction of a second on Ctrl-C.
         """
-        x_arg, csr = _core_args(self._check_test_data(X))
-        return _core.kmeans_predict(x_arg, self.cluster_centers_, check_n_jobs(self.n_jobs), csr=csr)
+        x_arg, csr, centers, _ = self._test_args(self._check_test_data(X))
+        return _core.kmeans_predict(x_arg, centers, check_n_jobs(self.n_jobs), csr=csr)
 
     def transform(self, X: Any) -> npt.NDArray[Any]:
         """Euclidean distances to every centre.
@@ -627,8 +688,12 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Xv = self._check_test_data(X)
         _check_memory("n_clusters", Xv.shape[0] * len(self.cluster_centers_), Xv.dtype.itemsize,
                       what=f"the {Xv.shape[0]} x {len(self.cluster_centers_)} distances of transform")
-        x_arg, csr = _core_args(Xv)
-        return _core.kmeans_transform(x_arg, self.cluster_centers_, check_n_jobs(self.n_jobs), csr=csr)
+        x_arg, csr, centers, e = self._test_args(Xv)
+        dist = _core.kmeans_transform(x_arg, centers, check_n_jobs(self.n_jobs), csr=csr)
+        if e:
+            with np.errstate(over="ignore"):
+                dist = np.ldexp(dist, e).astype(centers.dtype)
+        return dist
 
     def score(self, X: Any, y: Any = None, sample_weight: npt.ArrayLike | None = None) -> float:
         """Opposite of the weighted inertia of ``X`` against the fitted centres (nearest-centre).
@@ -639,5 +704,5 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
         Xv = self._check_test_data(X)
         sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64, ensure_non_negative=True)
         sw = np.ascontiguousarray(sw, dtype=np.float64)
-        x_arg, csr = _core_args(Xv)
-        return -_core.kmeans_inertia(x_arg, self.cluster_centers_, sw, check_n_jobs(self.n_jobs), csr=csr)
+        x_arg, csr, centers, e = self._test_args(Xv)
+        return -unscaled_sq(_core.kmeans_inertia(x_arg, centers, sw, check_n_jobs(self.n_jobs), csr=csr), e)
