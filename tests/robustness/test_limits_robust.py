@@ -360,3 +360,57 @@ def test_columns_of_wildly_different_scales_keep_their_directions() -> None:
     B = A * np.array([1e300, 1.0, 1e-300])
     assert orthonormalize(B).shape == (200, 3)
     assert orthonormalize(B, equilibrate=False).shape[1] == 1
+
+
+# ---- found by a probe (2026-12-07): sizes and weights that were accepted or overflowed -----------
+
+
+@pytest.mark.parametrize("scale", [1e308, 1e-300])
+def test_check_gate_and_plsinference_weights_are_relative(scale: float) -> None:
+    # Before: check_gate's n_eff was NaN at 1e-300 and 1e308 raised "y: is constant";
+    # PLSInference.fit with 1e308 weights raised "y: is constant".
+    from thrifty.inference import PLSInference, check_gate
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 8))
+    y = X[:, 0] + 0.5 * rng.standard_normal(60)
+    assert check_gate(X, np.full(60, scale)).n_eff == pytest.approx(60.0, rel=1e-12)
+    kw = {"random_state": 0, "n_splits": 10, "n_perm": 20}
+    ref = PLSInference(**kw).fit(X, y, sample_weight=np.ones(60))
+    got = PLSInference(**kw).fit(X, y, sample_weight=np.full(60, scale))
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-12, atol=1e-15)  # weights 1e-300 become ~0.69
+    assert got.test_.pvalue == pytest.approx(ref.test_.pvalue, rel=1e-12)
+
+
+def test_sizes_accepted_before_are_errors_naming_the_argument() -> None:
+    import torch
+
+    from thrifty.compress import linear_cross_entropy
+    from thrifty.inference import coefficient_intervals
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 8))
+    y = X[:, 0] + 0.5 * rng.standard_normal(60)
+    for bad in ("auto", None, -1, 2**63):  # before: accepted unless a baseline method ran
+        with pytest.raises((TypeError, ValueError), match="n_folds"):
+            subspace_test(X, y, n_folds=bad)
+    with pytest.raises(ValueError, match="n_boot must be >= 2"):  # before: "0 of 1 subsamples ..."
+        coefficient_intervals(X, y, 1, n_boot=1, random_state=0)
+    h, W, labels = torch.randn(2, 16, 8), torch.randn(50, 8), torch.randint(0, 50, (2, 16))
+    for bad in (0, -1, float("nan")):  # before: inf, a negative loss, NaN
+        with pytest.raises(ValueError, match="num_items_in_batch"):
+            linear_cross_entropy(h, W, labels, num_items_in_batch=bad)
+
+
+def test_a_compute_budget_whose_cap_overflows_means_no_cap() -> None:
+    # Before: OverflowError "cannot convert float infinity to integer".
+    import torch
+
+    from thrifty.compress._linear import compute_cap
+
+    assert compute_cap(1e308, 4096) == {} == compute_cap(float("inf"), 4096)
+    from thrifty.compress import stac_r
+
+    model = stac_r(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)),
+                   compute_budget=1e308)
+    model(torch.randn(64, 16)).sum().backward()

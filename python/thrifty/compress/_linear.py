@@ -61,9 +61,10 @@ def compute_cap(compute_budget: float, out_features: int) -> dict[str, int]:
     """The codec override of the compute cap for a layer with ``out_features`` outputs:
     ``{"max_rank": max(MIN_CAPPED_RANK, compute_budget · out_features)}``, or ``{}`` for ``math.inf`` (no cap).
     One definition for CompressedLinear, the predictor and the benchmarks, so they plan alike."""
-    if not math.isfinite(compute_budget):
+    cap = compute_budget * out_features
+    if not math.isfinite(cap):  # math.inf, or a budget so large that the cap itself overflows
         return {}
-    return {"max_rank": max(MIN_CAPPED_RANK, int(compute_budget * out_features))}
+    return {"max_rank": max(MIN_CAPPED_RANK, int(cap))}
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import numbers
 from typing import Any, TypeVar
 
 import torch
@@ -220,6 +221,14 @@ def linear_cross_entropy(
             raise ValueError(f"labels: holds ids outside [0, {vocab}) other than ignore_index={ignore_index}")
     h2d = hidden.reshape(-1, d)
     chunk = chunk_rows if chunk_rows is not None else max(1, _CHUNK_BYTES // (4 * vocab))
+    # A Python number is checked; a tensor (transformers' Trainer passes one) is not read back,
+    # which would synchronise the device on every step.
+    if num_items_in_batch is not None and not isinstance(num_items_in_batch, Tensor):
+        items = num_items_in_batch
+        if isinstance(items, bool) or not isinstance(items, numbers.Real):
+            raise TypeError(f"num_items_in_batch: expected a positive number, got {type(items).__name__}")
+        if not items > 0:  # NaN too
+            raise ValueError(f"num_items_in_batch: must be > 0, got {items!r}")
     denom = num_items_in_batch if num_items_in_batch is not None else (1.0 if reduction == "sum" else None)
     loss: Tensor = _LinearCrossEntropy.apply(h2d, weight, bias, targets, ignore_index, chunk,
                                              _compute_dtype(hidden, weight), denom)  # fmt: skip

@@ -16,7 +16,6 @@ from thrifty._validation import (
     RandomState,
     check_allocation,
     check_finite_matrix,
-    check_finite_vector,
     check_float,
     check_inference_n_jobs,
     check_int,
@@ -117,8 +116,8 @@ def check_gate(X: npt.ArrayLike, sample_weight: npt.ArrayLike | None = None) -> 
     """
     x = check_finite_matrix(_from_pandas(X), "X", np.float64, min_rows=2)
     sample_weight = _from_pandas(sample_weight)
-    w = None if sample_weight is None else check_finite_vector(sample_weight, "sample_weight", length=x.shape[0])
-    return gate_decision(power_of_two_scaled(x), w)
+    # relative weights, rescaled exactly (1e308 or 1e-300 everywhere is the unit-weight gate)
+    return gate_decision(power_of_two_scaled(x), _check_weights(sample_weight, x.shape[0]))
 
 
 def _nb_permutation_null(pb: Problem, trains: list[IntArray], n_perm: int) -> FloatArray:
@@ -394,6 +393,9 @@ def _run(
     pb: Problem, route: Route, n_splits: Any, splits: Any, n_perm: Any, n_folds: Any
 ) -> SubspaceTestResult | BaselineResult:
     """Steps 2 and 3 of :func:`subspace_test`: the split test on drawn or given splits, or a baseline."""
+    # checked whichever method runs, as n_splits and n_perm are
+    if check_int(n_folds, "n_folds", 2) > pb.x.shape[0]:
+        raise ValueError(f"n_folds={n_folds} exceeds the number of samples ({pb.x.shape[0]})")
     if route.run in ("nb", "nb-permutation"):
         trains = _draw_orcheck_splits(pb, n_splits, splits)
         B = _check_n_perm(n_perm, pb.x.shape[0]) if route.run == "nb-permutation" else 0

@@ -135,8 +135,11 @@ class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorM
                 raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
             if not np.isfinite(w).all() or (w < 0).any():
                 raise ValueError("sample_weight must be finite and non-negative")
-            if not w.sum() > 0:
+            if not w.max() > 0:
                 raise ValueError("sample_weight: all weights are zero; at least one weight must be non-zero")
+            # only relative weights matter: rescaled exactly (1e308 everywhere, whose sum overflows, or
+            # 1e-320, whose squares vanish, is the unit-weight fit), as subspace_test does
+            w = np.ldexp(w, -power_of_two_scale(w).astype(np.int64))
         self._fit_pls(x, yv, w, k, multi)
         self.test_ = None
         if self.test:

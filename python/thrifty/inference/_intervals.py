@@ -109,7 +109,7 @@ def coefficient_intervals(
     Raises
     ------
     ValueError, TypeError
-        Bad data, ``n_components`` above min(m, p), ``n_boot < 1``, ``m_rate`` outside (0, 1) or a
+        Bad data, ``n_components`` above min(m, p), ``n_boot < 2``, ``m_rate`` outside (0, 1) or a
         subsample too small for the fit, more than half the subsamples degenerate.
 
     Examples
@@ -126,7 +126,7 @@ def coefficient_intervals(
     x, yv, w = check_xy(X, y, sample_weight)
     n, p = x.shape
     k = check_int(n_components, "n_components", 1)
-    B = check_int(n_boot, "n_boot", 1)
+    B = check_int(n_boot, "n_boot", 2)  # one subsample has no spread: no interval
     rate = check_float(m_rate, "m_rate", 0.0, 1.0)
     level = check_float(confidence_level, "confidence_level", 0.0, 1.0)
     m = min(n - 1, math.ceil(n**rate))
