@@ -84,8 +84,7 @@ def _unscaled_fit(result: _core.KMeansFit, e: int) -> _core.KMeansFit:
     out = result.copy()
     with np.errstate(over="ignore", under="ignore"):
         for key in ("cluster_centers", "init_centers"):
-            c = result[key]
-            out[key] = np.ldexp(c, e).astype(c.dtype)
+            out[key] = scaled(result[key], -e)
         for key in ("sse_after_batch", "sse_after_sequential"):
             out[key] = np.ldexp(result[key], 2 * e)  # type: ignore[literal-required]
     out["inertia"] = unscaled_sq(result["inertia"], e)
@@ -96,7 +95,7 @@ def _unscaled_blocked(res: BlockedResult, e: int) -> BlockedResult:
     """A blocked fit on ``X · 2**-e`` in X's units (as :func:`_unscaled_fit`)."""
     with np.errstate(over="ignore", under="ignore"):
         return dataclasses.replace(
-            res, centers=np.ldexp(res.centers, e), init_centers=np.ldexp(res.init_centers, e),
+            res, centers=scaled(res.centers, -e), init_centers=scaled(res.init_centers, -e),
             inertia=unscaled_sq(res.inertia, e), lloyd_sse=[unscaled_sq(v, e) for v in res.lloyd_sse],
             hartigan_sse=[unscaled_sq(v, e) for v in res.hartigan_sse],
         )
@@ -537,11 +536,11 @@ class HartiganKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterM
             ex = LocalExecutor(Xs, block_rows, self.n_jobs, sw)
         k, init, n_init = self._check_blocked_init(ex.n, ex.d)
         seed = seed_from_random_state(self.random_state)
+        init = _scaled_init(init, e, Xv) if e else init  # once, not per run
         best: BlockedResult | None = None
         for run in range(n_init):
             res = fit_blocked(
-                ex, n_clusters=k, init=init if isinstance(init, str) or not e else scaled(init, e),
-                max_iter=int(self.max_iter), tol=float(self.tol),
+                ex, n_clusters=k, init=init, max_iter=int(self.max_iter), tol=float(self.tol),
                 algorithm=algorithm, seed=_run_seed(seed, run), init_rounds=init_rounds,
                 oversampling=oversampling, max_hartigan_rounds=max_hartigan_rounds, on_iteration=on_iteration,
             )

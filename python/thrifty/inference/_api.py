@@ -394,13 +394,14 @@ def _run(
 ) -> SubspaceTestResult | BaselineResult:
     """Steps 2 and 3 of :func:`subspace_test`: the split test on drawn or given splits, or a baseline."""
     # checked whichever method runs, as n_splits and n_perm are
-    if check_int(n_folds, "n_folds", 2) > pb.x.shape[0]:
-        raise ValueError(f"n_folds={n_folds} exceeds the number of samples ({pb.x.shape[0]})")
+    folds = check_int(n_folds, "n_folds", 2)
+    if folds > pb.x.shape[0]:
+        raise ValueError(f"n_folds={folds} exceeds the number of samples ({pb.x.shape[0]})")
     if route.run in ("nb", "nb-permutation"):
         trains = _draw_orcheck_splits(pb, n_splits, splits)
         B = _check_n_perm(n_perm, pb.x.shape[0]) if route.run == "nb-permutation" else 0
         return _run_split_test(pb, route, trains, B)
-    return _run_baseline(pb, route, n_folds, n_perm)
+    return _run_baseline(pb, route, folds, n_perm)
 
 
 def _draw_orcheck_splits(pb: Problem, n_splits: Any, splits: Any) -> list[IntArray]:
@@ -439,16 +440,13 @@ def _run_split_test(pb: Problem, route: Route, trains: list[IntArray], B: int) -
     )
 
 
-def _run_baseline(pb: Problem, route: Route, n_folds: Any, n_perm: Any) -> BaselineResult:
-    """Step 3: one of the CV baselines or the jackknife."""
+def _run_baseline(pb: Problem, route: Route, folds: int, n_perm: Any) -> BaselineResult:
+    """Step 3: one of the CV baselines or the jackknife (``folds`` checked by :func:`_run`)."""
     method = route.run
     x, yv, w, lr, k = pb.xs, pb.ys, pb.w, pb.lr, pb.lr.k
     n = x.shape[0]
     if lr.kind not in LEARNERS and lr.kind != "basis":
         raise ValueError(f"method={method!r} supports learner names and fixed bases, not a {lr.kind}")
-    folds = check_int(n_folds, "n_folds", 2)
-    if folds > n:
-        raise ValueError(f"n_folds={folds} exceeds the number of samples ({n})")
     common: dict[str, Any] = {
         "requested_method": route.requested, "n_components": k, "learner": lr.kind, "n_folds": folds, "gate": route.gate,
         "seed_": pb.seed,
