@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import gzip
 import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -211,3 +212,29 @@ def test_from_encoder_mean_pools_a_transformers_model(tmp_path: Path) -> None:
 def test_docstring_examples(module: object) -> None:
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)  # type: ignore[arg-type]
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize("scale", [2.0**1000, 2.0**-1000])
+def test_vectors_at_extreme_scales_give_the_unit_scale_answers(scale: float) -> None:
+    # Found by a probe: at 1e300 and 1e-310 most_similar and lexicon_test raised "vector must be
+    # finite and non-zero" (squared norms left the float range) and normalize() returned zeros.
+    # Cosines, the normalised vectors and the test are scale-free: the same as at unit scale.
+    from thrifty.text import lexicon_test
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((200, 16))
+    words = [f"w{i}" for i in range(200)]
+    unit, big = Embeddings(words, vectors), Embeddings(words, vectors * scale)
+    near, near_big = unit.most_similar("w3", 5), big.most_similar("w3", 5)
+    assert [w for w, _ in near_big] == [w for w, _ in near]
+    np.testing.assert_allclose([c for _, c in near_big], [c for _, c in near], rtol=1e-14)
+    for abtt in (0, 1):
+        np.testing.assert_allclose(big.normalize(abtt=abtt).vectors, unit.normalize(abtt=abtt).vectors, atol=1e-14)
+    np.testing.assert_allclose(big.normalize(l2=False).vectors, unit.normalize(l2=False).vectors * scale, rtol=1e-12)
+    values = vectors[:, 0] + 0.5 * rng.standard_normal(200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r0 = lexicon_test(unit, words, values, 2, random_state=0)
+        r = lexicon_test(big, words, values * scale, 2, random_state=0)
+    assert r.test.statistic == pytest.approx(r0.test.statistic, rel=1e-12)
+    assert [w for w, _ in r.poles.pos] == [w for w, _ in r0.poles.pos]

@@ -27,8 +27,8 @@ import scipy.sparse as sp
 
 from thrifty._validation import RandomState, check_finite_vector, check_float, check_int, seed_from_random_state
 from thrifty.text._corpus import Corpus
-from thrifty.text._direction import _unit, axes_of, fit_direction, poles_of, select_k_one_se
-from thrifty.text._embeddings import Embeddings, _unit_rows
+from thrifty.text._direction import axes_of, fit_direction, poles_of, select_k_one_se
+from thrifty.text._embeddings import Embeddings, unit_rows
 from thrifty.text._fit import ConceptFit
 from thrifty.text._results import Cluster, Contrast, FloatArray, GroupComparison, Snippet
 
@@ -260,7 +260,7 @@ class ConceptDirection:
         d = fit_direction(x, yk, k, opts)
         cands = self._candidates(vocabulary, check_int(min_count, "min_count", 1))
         scores = np.full(self.corpus.n_docs, np.nan)
-        scores[self._ctx.kept] = _unit_rows(x - x.mean(axis=0)) @ d.beta
+        scores[self._ctx.kept] = unit_rows(x - x.mean(axis=0)) @ d.beta
         clusters = self._clusters(cands, d.beta, nn, nc, ns, seed)
         return ConceptFit(
             test=d.test, beta=d.beta, n_components=k, k_curve=curve,
@@ -301,7 +301,7 @@ class ConceptDirection:
         if n == 0:
             return ()
         ctx = self._ctx
-        cos = _unit_rows(ctx.occ_vectors - self._center) @ _unit(direction)
+        cos = unit_rows(ctx.occ_vectors - self._center) @ unit_rows(direction)
         out: list[Snippet] = []
         seen: set[str] = set()
         for o in np.argsort(-cos, kind="stable"):
@@ -322,19 +322,19 @@ class ConceptDirection:
         for side, direction in (("pos", beta), ("neg", -beta)):
             near = cands.similar_by_vector(direction, nn)
             words = [w for w, _ in near]
-            vecs = _unit_rows(np.asarray(cands.subset(words).vectors, dtype=np.float64))
+            vecs = unit_rows(np.asarray(cands.subset(words).vectors, dtype=np.float64))
             k = min(nc, len({v.tobytes() for v in vecs}))
             labels = (
                 HartiganKMeans(n_clusters=k, random_state=seed % (2**32)).fit(vecs).labels_ if k > 1 else np.zeros(len(words), int)
             )
             for c in range(k):
                 members = np.flatnonzero(labels == c)
-                centroid = _unit(vecs[members].mean(axis=0))
+                centroid = unit_rows(vecs[members].mean(axis=0))
                 sims = vecs[members] @ centroid
                 order = np.argsort(-sims, kind="stable")
                 out.append(Cluster(
                     side=side, words=tuple((words[members[i]], float(sims[i])) for i in order), centroid=centroid,
-                    cosine_beta=float(centroid @ _unit(direction)), snippets=self._snippets(centroid, ns),
+                    cosine_beta=float(centroid @ unit_rows(direction)), snippets=self._snippets(centroid, ns),
                 ))
         out.sort(key=lambda c: (c.side != "pos", -c.cosine_beta))
         return tuple(out)
@@ -384,7 +384,7 @@ class ConceptDirection:
         B = check_int(n_perm, "n_perm", 1)
         topn = check_int(n_top, "n_top", 1)
         seed = seed_from_random_state(random_state)
-        u = _unit_rows(self._ctx.doc_vectors)
+        u = unit_rows(self._ctx.doc_vectors)
         members: dict[Any, npt.NDArray[np.int64]] = {}
         for g in sorted(set(labels), key=repr):
             idx = np.flatnonzero(np.array([lab == g for lab in labels]) & self._ctx.kept)
@@ -423,5 +423,5 @@ class ConceptDirection:
             sa = ind @ pooled  # (b, dim): sums of the permuted group a
             ts = np.linalg.norm(sa / na - (total - sa) / (m - na), axis=1)
             exceed += int(np.count_nonzero(ts >= t * (1 - 1e-12)))
-        return t, (1 + exceed) / (B + 1), _unit(diff)
+        return t, (1 + exceed) / (B + 1), unit_rows(diff)
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.inference import GateWarning, PLSInference, SubspaceTestResult, subspace_test, varimax
-from thrifty.text._embeddings import Embeddings
+from thrifty.text._embeddings import Embeddings, unit_rows
 from thrifty.text._results import Axis, FloatArray, Poles
 
 
@@ -30,13 +30,19 @@ class Direction:
     axes_r: FloatArray  # (k,) in-sample r of each axis score with y
 
 
-def _unit(v: FloatArray) -> FloatArray:
-    n = float(np.linalg.norm(v))
-    return v / n if n > 0 else v
+
+
+def _well_scaled(a: FloatArray) -> FloatArray:
+    """``a`` as it is, or times 2**-e when its largest |value| 2**e is outside 2**±64."""
+    _, e = np.frexp(np.max(np.abs(a)) if a.size else 0.0)
+    return a if abs(int(e)) < 64 else np.ldexp(a, -e)
 
 
 def fit_direction(x: FloatArray, y: FloatArray, k: int, test_options: dict[str, Any]) -> Direction:
     """The test and the full-data PLS direction of ``y`` on ``x`` (float64, validated by the caller)."""
+    # everything below is scale-free: badly scaled x and y are rescaled exactly by a power of two, so
+    # that the covariances that give the patterns neither overflow nor underflow
+    x, y = _well_scaled(x), _well_scaled(y)
     test = subspace_test(x, y, k, learner="pls", **test_options)
     if not isinstance(test, SubspaceTestResult):
         raise ValueError(f"method must be a split test ('auto', 'nb' or 'nb-permutation'), got {test.method!r}")
@@ -49,7 +55,7 @@ def fit_direction(x: FloatArray, y: FloatArray, k: int, test_options: dict[str, 
     # standardisation turns into unit-variance columns), so their cosines with word vectors mean something.
     xc = x - x.mean(axis=0)
     fitted = np.asarray(pls.predict(x), dtype=np.float64)
-    beta = _unit(xc.T @ (fitted - fitted.mean()))
+    beta = unit_rows(xc.T @ (fitted - fitted.mean()))
     scale = np.where(pls.x_std_ > 0, pls.x_std_, np.inf)
     basis = np.asarray(pls.x_rotations_, dtype=np.float64)
     if k > 1:
@@ -58,7 +64,7 @@ def fit_direction(x: FloatArray, y: FloatArray, k: int, test_options: dict[str, 
     r = np.array([_pearson(scores[:, j], y) for j in range(k)])
     sign = np.where(r < 0, -1.0, 1.0)
     patterns = xc.T @ (scores - scores.mean(axis=0))
-    axes = np.column_stack([_unit(patterns[:, j]) * sign[j] for j in range(k)])
+    axes = np.column_stack([unit_rows(patterns[:, j]) * sign[j] for j in range(k)])
     return Direction(test=test, beta=beta, axes=axes, axes_r=np.abs(r))
 
 
@@ -84,10 +90,8 @@ def select_k_one_se(x: FloatArray, y: FloatArray, k_max: int, options: dict[str,
 
 
 def _pearson(a: FloatArray, b: FloatArray) -> float:
-    a = a - a.mean()
-    b = b - b.mean()
-    d = float(np.sqrt((a @ a) * (b @ b)))
-    return float(a @ b) / d if d > 0 else 0.0
+    # unit vectors first: the product of two sums of squares leaves the float range at 1e±150
+    return float(unit_rows(a - a.mean()) @ unit_rows(b - b.mean()))
 
 
 def poles_of(emb: Embeddings, direction: FloatArray, topn: int, exclude: tuple[str, ...] = ()) -> Poles:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import gzip
 import importlib
 import io
-import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -385,17 +384,20 @@ class Embeddings:
             raise ValueError(f"abtt must be below min(n_words, dim) = {min(len(self), self.dim)}, got {k}")
         v = np.asarray(self.vectors, dtype=np.float64)
         if k:
+            # on vectors rescaled exactly by a power of two (the SVD of 1e300-scaled ones overflows)
+            _, e = np.frexp(np.max(np.abs(v)) if v.size else 0.0)
+            v = np.ldexp(v, -e)
             v = v - v.mean(axis=0)
             _, _, vt = np.linalg.svd(v, full_matrices=False)
             top = vt[:k]
-            v = v - (v @ top.T) @ top
+            v = np.ldexp(v - (v @ top.T) @ top, e)
         if l2:
-            v = _unit_rows(v)
+            v = unit_rows(v)
         return Embeddings(self.words, v)
 
     def _unit_vectors(self) -> FloatArray:
         if self._unit is None:
-            self._unit = _unit_rows(np.asarray(self.vectors, dtype=np.float64))
+            self._unit = unit_rows(np.asarray(self.vectors, dtype=np.float64))
         return self._unit
 
     def similar_by_vector(
@@ -422,11 +424,10 @@ class Embeddings:
         v = np.asarray(vector, dtype=np.float64)
         if v.shape != (self.dim,):
             raise ValueError(f"vector must have shape ({self.dim},), got {v.shape}")
-        norm = float(np.linalg.norm(v))
-        if not (math.isfinite(norm) and norm > 0):
+        if not (np.isfinite(v).all() and v.any()):
             raise ValueError("vector must be finite and non-zero")
         n = check_int(topn, "topn", 1)
-        sims = self._unit_vectors() @ (v / norm)
+        sims = self._unit_vectors() @ unit_rows(v)
         drop = [self._index[w] for w in exclude if w in self._index]
         sims[drop] = -np.inf
         n = min(n, len(self) - len(set(drop)))
@@ -447,9 +448,15 @@ class Embeddings:
         return self.similar_by_vector(self[word], topn, exclude=(word,))
 
 
-def _unit_rows(v: FloatArray) -> FloatArray:
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    return np.asarray(np.divide(v, norms, out=np.zeros_like(v), where=norms > 0), dtype=np.float64)
+def unit_rows(v: FloatArray) -> FloatArray:
+    """``v`` (1-D, or 2-D by rows) scaled to unit length; zero vectors stay zero. Each vector is first
+    rescaled exactly by a power of two (its largest |value| into [0.5, 1)), so that vectors at
+    1e±300, whose squared norms leave the float range, come out as at unit scale."""
+    v = np.asarray(v, dtype=np.float64)
+    _, e = np.frexp(np.max(np.abs(v), axis=-1, keepdims=True) if v.size else np.zeros(v.shape[:-1] + (1,)))
+    s = np.ldexp(v, -e)
+    norms = np.linalg.norm(s, axis=-1, keepdims=True)
+    return np.asarray(np.divide(s, norms, out=np.zeros_like(s), where=norms > 0), dtype=np.float64)
 
 
 def _load_transformers(model: Any) -> tuple[Any, Any]:
