@@ -440,9 +440,13 @@ def _lloyd_step(ex: Executor, handles: list[Any] | None, centers: F64, drift: F6
 
 
 def _lloyd_phase(ex: Executor, res: BlockedResult, centers: F64, max_iter: int, tol: float,
-                 on_iteration: Callable[[str, int], None] | None) -> _State:
+                 on_iteration: Callable[[str, int], None] | None, relabel: bool = False) -> _State:
     """Lloyd with Hamerly bounds carried by the blocks, to a fixed point, ``tol`` or ``max_iter``;
-    records the per-iteration SSE and distance rows in ``res``."""
+    records the per-iteration SSE and distance rows in ``res``. With ``relabel`` (Lloyd is the whole
+    fit), a run stopped by ``tol`` or ``max_iter`` ends with one more assignment to the final centres,
+    as scikit-learn's does, so that ``labels_`` is ``predict(X)`` and the inertia is theirs; not
+    counted in ``n_iter_``. (The Hartigan phase that otherwise follows needs centres that are the
+    means of the partition, which that assignment would break.)"""
     k, d = centers.shape
     lloyd_len = k * (d + 2) + 2
     drift, half = np.zeros(k), np.zeros(k)
@@ -469,11 +473,19 @@ def _lloyd_phase(ex: Executor, res: BlockedResult, centers: F64, max_iter: int, 
         prev, state = state.centers, _State(new, counts, sums, sse, handles)
         if on_iteration is not None:
             on_iteration("lloyd", it)
-        if (it > 0 and changed == 0) or float(np.sum(shift2)) <= tol_abs:
-            res.converged = True
-            break
         drift = np.sqrt(np.sum((new - prev) ** 2, axis=1))
         half = _half_sep(new)
+        if it > 0 and changed == 0:  # the partition is a fixed point: its labels are the centres' own
+            res.converged = True
+            return state
+        if float(np.sum(shift2)) <= tol_abs:
+            res.converged = True
+            break
+    if relabel and handles is not None:
+        handles, part = _lloyd_step(ex, handles, state.centers, drift, half)
+        counts, sums = part[:k], part[k : k + k * d].reshape(k, d)
+        sse = float(np.sum(part[k + k * d : k * (d + 2)]))  # Σ‖x − c‖² about the final centres
+        state = _State(state.centers, counts, sums, sse, handles)
     return state
 
 
@@ -554,7 +566,7 @@ def fit_blocked(
     else:
         centers, n_cand = np.ascontiguousarray(init, dtype=np.float64), 0
     res = BlockedResult(centers, centers.copy(), None, 0.0, 0, 0, 0, False, n_candidates=n_cand)
-    state = _lloyd_phase(ex, res, centers, max_iter, tol, on_iteration)
+    state = _lloyd_phase(ex, res, centers, max_iter, tol, on_iteration, relabel=algorithm != "hartigan")
     if algorithm == "hartigan" and n_clusters > 1:
         state = _hartigan_phase(ex, res, state, max_hartigan_rounds, on_iteration)
     res.centers = np.ascontiguousarray(state.centers)
