@@ -199,6 +199,49 @@ _FIRST_PRODUCTS = """
 """
 
 
+def test_inference_on_a_wide_x_near_the_limit_is_a_memory_error() -> None:
+    # Found by a probe: each aborted the process (SIGABRT, "memory allocation of ... bytes failed")
+    # under a limit of footprint + 300 MB with X 300 × 60000. The rescaled copy of X, the per-split
+    # standardised rows and NIPALS' deflation copy were infallible. X takes 55% of the room; every
+    # route, learner and the estimator then needs about as much again.
+    out = _run("""
+        import thrifty.inference as ti
+        n = 300
+        p = int(0.55 * room / 8 / n)
+        X = rng.standard_normal((n, p))
+        y = X[:, 0] + rng.standard_normal(n)
+        report([
+            lambda: subspace_test(X, y, n_components=3, random_state=0),
+            lambda: subspace_test(X, y, n_components=3, method="jackknife", random_state=0),
+            lambda: subspace_test(X, y, n_components=3, method="cv-permutation-q2", n_perm=5, random_state=0),
+            lambda: subspace_test(
+                X, y, n_components=2, learner="spls", rotate="varimax", method="cv-permutation-q2", n_perm=5,
+                random_state=0,
+            ),
+            lambda: subspace_test(X, np.c_[y, y * y], n_components=2, method="nb", random_state=0),
+            lambda: ti.select_n_components(X, y, k_max=10),
+            lambda: ti.PLSInference(3).fit(X, y),
+        ])
+    """, timeout=300)
+    lines = out.strip().splitlines()
+    assert len(lines) == 7 and all(line.startswith("MemoryError") for line in lines), out
+
+
+def test_inference_takes_well_scaled_data_without_a_copy() -> None:
+    # the data as the core sees them are the caller's array when no rescaling is needed (a copy as
+    # large as X was the first thing to run out of memory); a rescaled one is a new array
+    from thrifty.inference._problem import power_of_two_scaled
+
+    x = np.random.default_rng(0).standard_normal((20, 3))
+    assert power_of_two_scaled(x) is x or np.shares_memory(power_of_two_scaled(x), x)
+    big = x * 2.0**300
+    out = power_of_two_scaled(big)
+    assert not np.shares_memory(out, big) and np.abs(out).max() <= 1.0
+    ratio = out / big  # one exact power of two per column
+    assert (ratio == ratio[0]).all() and (np.frexp(ratio[0])[0] == 0.5).all()
+    np.testing.assert_array_equal(big, x * 2.0**300)  # the caller's array is left as it was
+
+
 def test_a_threads_first_matrix_product_is_checked_against_the_limit() -> None:
     # faer's x86 products allocate a 2 x L3 packing buffer per thread (2 × the L3 estimate: 128 MiB
     # on one machine, 600 MiB on another), infallibly, on the thread's first product. Before, under a
@@ -414,3 +457,50 @@ def test_a_compute_budget_whose_cap_overflows_means_no_cap() -> None:
     model = stac_r(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)),
                    compute_budget=1e308)
     model(torch.randn(64, 16)).sum().backward()
+
+
+@pytest.mark.parametrize("learner", ["pls", "spca", "ridge"])
+@pytest.mark.parametrize(("x_offset", "y_offset"), [(0.0, 1e8), (0.0, 1e12), (1e12, 0.0), (1e12, 1e9)])
+def test_data_far_from_the_origin_give_the_test_of_the_same_data_at_the_origin(
+    learner: str, x_offset: float, y_offset: float
+) -> None:
+    # Found by a probe: y + 1e8 made every split undefined, y + 1e12 was "y is constant", X + 1e12
+    # changed the statistic (sums of squares about the origin cancelled). The offset data, moved to
+    # the origin exactly, are the same numbers: the test must agree with theirs.
+    from thrifty.inference import subspace_test
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 30))
+    y = X[:, :3].sum(axis=1) + rng.standard_normal(120)
+    Xo, yo = X + x_offset, y + y_offset
+    k = 1 if learner == "ridge" else 2
+    far = subspace_test(Xo, yo, n_components=k, learner=learner, random_state=0)
+    near = subspace_test(Xo - x_offset, yo - y_offset, n_components=k, learner=learner, random_state=0)
+    assert far.n_undefined == near.n_undefined == 0
+    assert far.statistic == pytest.approx(near.statistic, rel=1e-12)
+    assert far.p_value == pytest.approx(near.p_value, rel=1e-9)
+
+
+@pytest.mark.parametrize("offset", [1e8, 1e12])
+def test_the_estimator_fits_data_far_from_the_origin_as_the_same_data_at_the_origin(offset: float) -> None:
+    # Found by a probe: PLSInference on X + 1e12 said "component 2 is degenerate" or returned other
+    # coefficients (0.93 away at 1e12); moved to the origin exactly, the data are the same numbers.
+    from thrifty.inference import PLSInference
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 30))
+    y = X[:, :3].sum(axis=1) + rng.standard_normal(120)
+    Xo, yo = X + offset, y + offset
+    far = PLSInference(3, random_state=0).fit(Xo, yo)
+    near = PLSInference(3, random_state=0).fit(Xo - offset, yo - offset)
+    np.testing.assert_allclose(far.coef_, near.coef_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(far.x_mean_, near.x_mean_ + offset, rtol=1e-15)
+    np.testing.assert_allclose(far.intercept_, near.intercept_ + offset - near.coef_ @ np.full(30, offset), rtol=1e-12)
+    np.testing.assert_allclose(far.transform(Xo), near.transform(Xo - offset), atol=1e-4)
+    assert far.test_.statistic == pytest.approx(near.test_.statistic, rel=1e-12)
+    # preprocess standardises as the learners do (before: every column "constant", all zeros)
+    from thrifty.inference import preprocess
+
+    pre, pre_near = preprocess(Xo, yo), preprocess(Xo - offset, yo - offset)
+    assert (pre.X_scale > 0).all()
+    np.testing.assert_allclose(pre.X, pre_near.X, atol=1e-3)

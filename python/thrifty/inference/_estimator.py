@@ -149,7 +149,15 @@ class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorM
     def _fit_pls(self, x: FloatArray, yv: FloatArray, w: FloatArray | None, k: int, multi: bool) -> None:
         """The full-data fit in scikit-learn's attribute layout. The data reach the core rescaled
         exactly by powers of two (per column), so 1e±150-scaled inputs neither overflow nor underflow;
-        the moments and coefficients are scaled back."""
+        the moments and coefficients are scaled back. Columns far from the origin relative to their
+        spread (X + 1e12) are first moved to it exactly, as the core's tests do
+        (``inference::route::location_shifts``); the means and the intercept are moved back."""
+        mx = _core.inference_location_shifts(np.ascontiguousarray(x))
+        my = _core.inference_location_shifts(np.ascontiguousarray(yv.reshape(yv.shape[0], -1)))
+        if mx is not None:
+            x = x - mx
+        if my is not None:
+            yv = yv - (my if multi else my[0])
         ex = power_of_two_scale(x, 0)
         ey = power_of_two_scale(yv, 0 if multi else None)
         xs = np.ascontiguousarray(np.ldexp(x, -ex.astype(np.int64)))
@@ -171,6 +179,11 @@ class PLSInference(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorM
         self.x_loadings_ = np.asarray(fit["x_loadings"])
         self.x_rotations_ = np.asarray(fit["x_rotations"])
         self.y_loadings_ = np.asarray(fit["y_loadings"]).reshape(-1, k)  # (n_targets, n_components)
+        if mx is not None:
+            x_mean = x_mean + mx
+        if mx is not None or my is not None:
+            shift_y = np.zeros(self.coef_.shape[0]) if my is None else my
+            self.intercept_ = self.intercept_ + shift_y - (0.0 if mx is None else self.coef_ @ mx)
         self.x_mean_ = x_mean
         self.x_std_ = np.ldexp(np.asarray(fit["x_std"]), ex.astype(np.int64))
         self.n_components_fitted_ = n_eff

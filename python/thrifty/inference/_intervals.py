@@ -189,7 +189,8 @@ def preprocess(
     """Standardise X (and y) as every learner of :mod:`thrifty.inference` does.
 
     Weighted mean and population SD (``ddof=0``) per column, weights normalised to mean 1; a
-    column whose SD is zero to rounding (``sd <= 1e-12 |mean|``) is constant: its scale is 0 and its
+    column whose SD is zero to rounding (``sd <= 1e-12 |mean|``, the mean of the column as the core
+    sees it: moved to the origin when far from it) is constant: its scale is 0 and its
     standardised values are 0. :class:`PLSInference` uses the same rule for ``transform``.
 
     Parameters
@@ -223,7 +224,12 @@ def preprocess(
     weights = np.ones(x.shape[0]) if wn is None else wn
     mean = np.average(x, axis=0, weights=weights)
     sd = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=weights))
-    scale = np.where(sd > 1e-12 * np.abs(mean), sd, 0.0)
+    # the learners see columns far from the origin moved to it (``inference::route::location_shifts``):
+    # the rule compares the SD with the mean of the moved column, so X + 1e12 is not "constant"
+    from thrifty import _core
+
+    shift = _core.inference_location_shifts(np.ascontiguousarray(x))
+    scale = np.where(sd > 1e-12 * np.abs(mean if shift is None else mean - shift), sd, 0.0)
     ys = ym = ysc = None
     if y is not None:
         _, yv, _ = check_xy(x, y, None)

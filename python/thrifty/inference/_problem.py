@@ -302,10 +302,11 @@ def route_of(route: _core.RouteDict, requested: str) -> tuple[Route, str | None]
 
 def power_of_two_scaled(a: FloatArray, per_column: bool = True) -> FloatArray:
     """``a`` (1-D or 2-D) as the core sees data: rescaled exactly by powers of two, per column or
-    globally (``thrifty-core`` ``inference::route::power_of_two_scaled``)."""
-    a2 = a.reshape(a.shape[0], -1) if a.ndim == 2 else a.reshape(-1, 1)
-    out = np.asarray(_core.inference_power_of_two_scaled(np.ascontiguousarray(a2, dtype=np.float64), per_column))
-    return out.reshape(a.shape)
+    globally (``thrifty-core`` ``inference::route::power_of_two_scaled``). Well-scaled data come
+    back as they are, not copied (a copy as large as X is what runs out of memory first)."""
+    a2 = np.ascontiguousarray(a.reshape(a.shape[0], -1) if a.ndim == 2 else a.reshape(-1, 1), dtype=np.float64)
+    out = _core.inference_power_of_two_scaled(a2, per_column)
+    return (a2 if out is None else np.asarray(out)).reshape(a.shape)
 
 
 def local_split_statistics(pb: Problem, trains: list[IntArray]) -> FloatArray:

@@ -85,6 +85,13 @@ pub fn try_collect<V>(what: &'static str, items: impl ExactSizeIterator<Item = V
     Ok(v)
 }
 
+/// A copy of `values`, allocated fallibly.
+pub fn try_copied<V: Clone>(what: &'static str, values: &[V]) -> Result<Vec<V>> {
+    let mut v = try_with_capacity(what, values.len())?;
+    v.extend_from_slice(values);
+    Ok(v)
+}
+
 /// `rows × cols` zeros as a faer matrix, allocated fallibly.
 pub fn try_mat(what: &'static str, rows: usize, cols: usize) -> Result<Mat<f64>> {
     let bytes = bytes_of::<f64>(what, rows.saturating_mul(cols))?;

@@ -325,7 +325,7 @@ fn inference_gate(
         if n < 2 {
             return Err(ThriftyError::shape("X", "needs at least 2 rows"));
         }
-        Ok(nb::gate(&Data::new(xs, n, p, &index, ws)?))
+        nb::gate(&Data::new(xs, n, p, &index, ws)?)
     })?;
     Ok(Gate {
         n_eff: g.n_eff,
@@ -424,15 +424,27 @@ fn inference_permutation_p(observed: f64, null: PyReadonlyArray1<'_, f64>) -> Py
     Ok(splits::permutation_p(observed, slice1(&null, "null")?))
 }
 
-/// `a` rescaled exactly by powers of two (per column, or globally) as the core sees data.
+/// `a` rescaled exactly by powers of two (per column, or globally) as the core sees data; `None`
+/// when the core takes `a` as it is.
 #[pyfunction]
 fn inference_power_of_two_scaled<'py>(
     py: Python<'py>,
     a: PyReadonlyArray2<'_, f64>,
     per_column: bool,
-) -> PyResult<F64Matrix<'py>> {
+) -> PyResult<Option<F64Matrix<'py>>> {
     let (s, r, c) = slice2(&a, "a")?;
-    matrix(py, route::power_of_two_scaled(s, r, c, per_column), r, c)
+    match route::power_of_two_scaled(s, r, c, per_column).py()? {
+        std::borrow::Cow::Borrowed(_) => Ok(None), // unchanged: the caller keeps its array (no copy)
+        std::borrow::Cow::Owned(v) => matrix(py, v, r, c).map(Some),
+    }
+}
+
+/// The midrange [`route::power_of_two_scaled`] subtracts from each column of `a` (0 where none;
+/// `None` when no column is shifted).
+#[pyfunction]
+fn inference_location_shifts<'py>(py: Python<'py>, a: PyReadonlyArray2<'_, f64>) -> PyResult<Option<F64s<'py>>> {
+    let (s, r, c) = slice2(&a, "a")?;
+    Ok(route::location_shifts(s, r, c).map(|m| m.into_pyarray(py)))
 }
 
 // ---- fits and baselines ----------------------------------------------------------------------
@@ -640,6 +652,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inference_nb_outcome, m)?)?;
     m.add_function(wrap_pyfunction!(inference_permutation_p, m)?)?;
     m.add_function(wrap_pyfunction!(inference_power_of_two_scaled, m)?)?;
+    m.add_function(wrap_pyfunction!(inference_location_shifts, m)?)?;
     m.add_function(wrap_pyfunction!(inference_pls_fit, m)?)?;
     m.add_function(wrap_pyfunction!(inference_deflate, m)?)?;
     m.add_function(wrap_pyfunction!(inference_cv_permutation, m)?)?;

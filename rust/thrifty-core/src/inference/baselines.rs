@@ -63,7 +63,7 @@ pub fn pls_fit(data: &Data<'_>, k: usize) -> Result<PlsFit> {
         ));
     }
     let all: Vec<usize> = (0..data.n).collect();
-    let mut prep = prepare(data, &all, &[], true);
+    let mut prep = prepare(data, &all, &[], true)?;
     let ytr = train_response(&prep, data.y).ok_or_else(|| ThriftyError::invalid("y", "is constant"))?;
     let (y_mean, y_std) = y_moments(&prep, data.y);
     let mut x = std::mem::take(&mut prep.xs_tr); // NIPALS deflates in place; the copy is not needed again
@@ -105,7 +105,7 @@ pub fn pls_fit(data: &Data<'_>, k: usize) -> Result<PlsFit> {
 pub fn deflate(data: &Data<'_>, h: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let (n, p) = (data.n, data.p);
     let all: Vec<usize> = (0..n).collect();
-    let mut prep = prepare(data, &all, &[], true);
+    let mut prep = prepare(data, &all, &[], true)?;
     let mut y = train_response(&prep, data.y).ok_or_else(|| ThriftyError::invalid("y", "is constant"))?;
     let mut x = std::mem::take(&mut prep.xs_tr);
     if h > 0 {
@@ -231,7 +231,7 @@ pub fn cv_permutation_cancellable(
             let test: Vec<usize> = (0..data.n).filter(|&i| f[i] == fold).collect();
             prepare(data, &train, &test, standardize)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let observed = cv_score(spec, &preps, data.y, data.w, pooled)?;
     if !observed.is_finite() {
         return Err(ThriftyError::invalid("n_components", "the model cannot be fitted on every fold (rank too low)"));

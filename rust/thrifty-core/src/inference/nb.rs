@@ -33,7 +33,7 @@ pub fn split_correlations_cancellable(
             if matches!(spec.learner, crate::inference::fit::Learner::Pls) && spec.k == 1 {
                 return crate::inference::fit::pls1_split_r(data, &s.train, &s.test, y);
             }
-            let prep = prepare_with(data, &s.train, &s.test, standardize, false);
+            let prep = prepare_with(data, &s.train, &s.test, standardize, false)?;
             split_r_with(spec, &prep, y, j, |coef| predict_test_raw(data, &prep, coef))
         })
         .collect()
@@ -96,7 +96,7 @@ pub fn nb_test(rs: &[f64], ratio: f64, n_te: Option<f64>, level: f64) -> Result<
 }
 
 /// The gate: reroute to the permutation test when n_eff < 25, stable rank < 3 or ≤ 4 columns.
-pub fn gate(data: &Data<'_>) -> Gate {
+pub fn gate(data: &Data<'_>) -> Result<Gate> {
     let (n, p) = (data.n, data.p);
     let n_eff = match data.w {
         None => n as f64,
@@ -107,12 +107,12 @@ pub fn gate(data: &Data<'_>) -> Gate {
         }
     };
     let all: Vec<usize> = (0..n).collect();
-    let prep = prepare_with(data, &all, &[], true, false);
+    let prep = prepare_with(data, &all, &[], true, false)?;
     let x = &prep.xs_tr;
     let fro2 = crate::linalg::dot(x, x);
     let sigma2 = top_eigen_gram(x, n, p);
     let stable_rank = if sigma2 > 0.0 { fro2 / sigma2 } else { 0.0 };
-    gate_rules(n_eff, stable_rank, p)
+    Ok(gate_rules(n_eff, stable_rank, p))
 }
 
 /// Largest eigenvalue of XᵀX by Lanczos with full reorthogonalisation (deterministic start; at most

@@ -93,7 +93,7 @@ pub fn split_null_rs_cancellable(
             if cancel.load(Ordering::Relaxed) {
                 return Err(ThriftyError::Interrupted);
             }
-            let prep = prepare(data, &s.train, &s.test, standardize);
+            let prep = prepare(data, &s.train, &s.test, standardize)?;
             split_null_r(spec, &prep, &ys, j, route, cancel)
         })
         .collect()

@@ -157,7 +157,7 @@ pub fn pls2_split_correlations(
     splits
         .par_iter()
         .map(|s| {
-            let prep = prepare(data, &s.train, &s.test, true);
+            let prep = prepare(data, &s.train, &s.test, true)?;
             let w_tr: Vec<f64> = prep.sw_tr.iter().map(|v| v * v).collect();
             let (mean, sd) = match standardise_y(y, m, &s.train, &w_tr) {
                 Some(v) => v,
@@ -169,7 +169,7 @@ pub fn pls2_split_correlations(
                     yt[a * m + c] = prep.sw_tr[a] * (y[i * m + c] - mean[c]) / sd[c];
                 }
             }
-            let mut x = prep.xs_tr.clone();
+            let mut x = crate::alloc::try_copied("the train rows NIPALS deflates", &prep.xs_tr)?;
             let (ws, ps, cs, _) = nipals2(&mut x, &mut yt, prep.n_tr, prep.p, m, k, false)?;
             let (coef, _) = coef2(&ws, &ps, &cs, prep.p, m)?;
             let mut pred = Vec::with_capacity(prep.n_te * m);
@@ -217,7 +217,7 @@ pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fi
         ));
     }
     let all: Vec<usize> = (0..n).collect();
-    let mut prep = prepare(data, &all, &[], true);
+    let mut prep = prepare(data, &all, &[], true)?;
     let w: Vec<f64> = prep.sw_tr.iter().map(|v| v * v).collect();
     let (ymean, ysd) =
         standardise_y(y, m, &all, &w).ok_or_else(|| ThriftyError::invalid("Y", "every column is constant"))?;

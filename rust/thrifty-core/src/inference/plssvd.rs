@@ -193,7 +193,7 @@ pub fn split_correlations(bl: &Blocks<'_>, splits: &[Split], cancel: &AtomicBool
             if cancel.load(Ordering::Relaxed) {
                 return Err(ThriftyError::Interrupted);
             }
-            split_stat(&prepare(&dx, &s.train, &s.test, true), &prepare(&dy, &s.train, &s.test, true))
+            split_stat(&prepare(&dx, &s.train, &s.test, true)?, &prepare(&dy, &s.train, &s.test, true)?)
         })
         .collect()
 }
@@ -223,7 +223,7 @@ pub fn permutation_null(
         .map(|s| {
             use faer::linalg::matmul::matmul;
             use faer::{Accum, Mat, MatRef, Par};
-            let xp = prepare(&dx, &s.train, &s.test, true);
+            let xp = prepare(&dx, &s.train, &s.test, true)?;
             let (n_tr, n_te, p) = (xp.n_tr, xp.n_te, xp.p);
             let xm = crate::linalg::view(&xp.xs_tr, n_tr, p);
             let nb = BATCH.min(count.max(1));
@@ -280,8 +280,8 @@ pub fn fit(bl: &Blocks<'_>, k: usize) -> Result<PlsSvdFit> {
         ));
     }
     let all: Vec<usize> = (0..bl.n).collect();
-    let xp = prepare(&bl.block(false), &all, &[], true);
-    let yp = prepare(&bl.block(true), &all, &[], true);
+    let xp = prepare(&bl.block(false), &all, &[], true)?;
+    let yp = prepare(&bl.block(true), &all, &[], true)?;
     let c = cross(&xp, &yp);
     let (u, v, s) = top_pairs(&c, bl.p, bl.q, k)?;
     let row_major =
@@ -333,7 +333,11 @@ mod tests {
                 let y = permuted_rows(bl.y, bl.q, &permutation(bl.n, seed, b as u64));
                 let dy = Data { x: &y, n: bl.n, p: bl.q, y: &[], w: None };
                 mean_z_defined(splits.iter().map(|s| {
-                    split_stat(&prepare(&dx, &s.train, &s.test, true), &prepare(&dy, &s.train, &s.test, true)).unwrap()
+                    split_stat(
+                        &prepare(&dx, &s.train, &s.test, true).unwrap(),
+                        &prepare(&dy, &s.train, &s.test, true).unwrap(),
+                    )
+                    .unwrap()
                 }))
             })
             .collect()

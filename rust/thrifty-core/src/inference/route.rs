@@ -3,7 +3,10 @@
 //! n, where the NB-asymptotic test is calibrated (the learner rule and its `NB_MIN_*` thresholds),
 //! and the resolution of `method` into the test that runs.
 //!
-//! Imports only [`crate::error`]; `nb` (the gate's numbers) and `run` (the test) build on it.
+//! Imports only [`crate::error`] and [`crate::alloc`]; `nb` (the gate's numbers) and `run` (the
+//! test) build on it.
+use crate::error::Result;
+use std::borrow::Cow;
 
 /// The design gate reroutes when Kish's n_eff is below this,
 pub const GATE_MIN_NEFF: f64 = 25.0;
@@ -125,12 +128,74 @@ fn ldexp_neg(v: f64, e: i64) -> f64 {
 
 /// `a` (rows × cols, row-major) rescaled exactly by powers of two (per column, or globally) so that
 /// its largest |value| is about 1: the data as the inference core sees them, so that 1e±150-scaled
-/// input neither overflows nor underflows in sums of squares. Unchanged when every exponent is
-/// below 64 in magnitude.
-pub fn power_of_two_scaled(a: &[f64], rows: usize, cols: usize, per_column: bool) -> Vec<f64> {
-    let mut out = a.to_vec();
+/// input neither overflows nor underflows in sums of squares. A column far from the origin relative
+/// to its spread (|midrange| > 1024 × half its range: y + 1e8, X + 1e12) is first shifted by its
+/// midrange, exactly (Sterbenz: every value is within a factor 2 of it), so that sums of squares and
+/// the constant-column tests see the spread and not the offset; every consumer centres the data (the
+/// learners, the OLS refits with their intercept, the gate), so the shift changes nothing else.
+/// Borrowed unchanged (no copy) when no column is shifted and every exponent is below 64 in
+/// magnitude; a copy is allocated fallibly (it is as large as X).
+pub fn power_of_two_scaled(a: &[f64], rows: usize, cols: usize, per_column: bool) -> Result<Cow<'_, [f64]>> {
+    let shifts = location_shifts(a, rows, cols);
+    if shifts.is_none() {
+        let Some(e) = power_of_two_exponents(a, rows, cols, per_column) else {
+            return Ok(Cow::Borrowed(a));
+        };
+        let mut out = crate::alloc::try_with_capacity("the rescaled copy of the data", a.len())?;
+        out.extend(a.chunks_exact(cols).flat_map(|row| row.iter().zip(&e).map(|(&v, &ej)| ldexp_neg(v, ej))));
+        return Ok(Cow::Owned(out));
+    }
+    let mut out = crate::alloc::try_copied("the shifted copy of the data", a)?;
+    if let Some(m) = shifts {
+        for row in out.chunks_exact_mut(cols) {
+            row.iter_mut().zip(&m).for_each(|(v, &mj)| *v -= mj);
+        }
+    }
+    if let Some(e) = power_of_two_exponents(&out, rows, cols, per_column) {
+        for row in out.chunks_exact_mut(cols) {
+            row.iter_mut().zip(&e).for_each(|(v, &ej)| *v = ldexp_neg(*v, ej));
+        }
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// The midrange of each column far from the origin relative to its spread, 0 for the others, or
+/// `None` when no column is (ordinary data: nothing to shift). A constant column is left alone: it is
+/// constant either way, and the data need no copy for it. Non-finite columns are left alone
+/// (the finiteness checks that follow name them).
+pub fn location_shifts(a: &[f64], rows: usize, cols: usize) -> Option<Vec<f64>> {
     if rows == 0 || cols == 0 {
-        return out;
+        return None;
+    }
+    let mut lo = a[..cols].to_vec();
+    let mut hi = lo.clone();
+    for row in a.chunks_exact(cols).skip(1) {
+        for ((l, h), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(row) {
+            *l = l.min(v);
+            *h = h.max(v);
+        }
+    }
+    let m: Vec<f64> = lo
+        .iter()
+        .zip(&hi)
+        .map(|(&l, &h)| {
+            let (mid, half) = (0.5 * l + 0.5 * h, 0.5 * h - 0.5 * l);
+            // same sign and |mid| > 1024 half: every value lies in [mid/2, 2 mid], so v − mid is exact
+            if l.is_finite() && h.is_finite() && (l > 0.0 || h < 0.0) && half > 0.0 && mid.abs() > 1024.0 * half {
+                mid
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    m.iter().any(|&v| v != 0.0).then_some(m)
+}
+
+/// The exponents [`power_of_two_scaled`] divides by (one per column), or `None` when the data are
+/// left as they are.
+fn power_of_two_exponents(a: &[f64], rows: usize, cols: usize, per_column: bool) -> Option<Vec<i64>> {
+    if rows == 0 || cols == 0 {
+        return None;
     }
     let absmax = |it: &mut dyn Iterator<Item = f64>| {
         it.fold(0.0f64, |m, v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v.abs()) })
@@ -141,14 +206,10 @@ pub fn power_of_two_scaled(a: &[f64], rows: usize, cols: usize, per_column: bool
         vec![frexp_exp(absmax(&mut a.iter().copied())); cols]
     };
     if e.iter().all(|v| v.abs() < 64) {
-        return out;
+        None
+    } else {
+        Some(e)
     }
-    for row in out.chunks_exact_mut(cols) {
-        for (v, &ej) in row.iter_mut().zip(&e) {
-            *v = ldexp_neg(*v, ej);
-        }
-    }
-    out
 }
 
 /// What learned the directions. The learner rule ([`nb_reason`]) reads `nb_calibrated`; a new
@@ -350,14 +411,41 @@ mod tests {
     #[test]
     fn scaling_is_exact_and_skips_well_scaled_data() {
         let a = [1.5, -3.0, 0.25, 2.0];
-        assert_eq!(power_of_two_scaled(&a, 2, 2, true), a.to_vec());
+        assert!(matches!(power_of_two_scaled(&a, 2, 2, true).unwrap(), Cow::Borrowed(_)));
         let big = [3.0 * 2f64.powi(300), 1.0, -2f64.powi(299), 0.5];
-        let s = power_of_two_scaled(&big, 2, 2, true);
+        let s = power_of_two_scaled(&big, 2, 2, true).unwrap().into_owned();
         // every column gets its own exponent once one of them is out of range: 2^302 and 2^1 here
         assert_eq!(s, vec![0.75, 0.5, -0.125, 0.25]);
         let tiny = [f64::MIN_POSITIVE / 8.0, 1e-300];
-        let t = power_of_two_scaled(&tiny, 2, 1, false);
+        let t = power_of_two_scaled(&tiny, 2, 1, false).unwrap();
         assert!(t.iter().all(|v| v.is_finite()) && t[1] > 0.5 && t[1] < 1.0);
+    }
+
+    #[test]
+    fn far_offset_columns_are_shifted_exactly_and_others_left_alone() {
+        // column 0 at 1e12 + a spread of ~1, column 1 ordinary and column 2 constant (both left alone)
+        let (rows, cols) = (4, 3);
+        let spread = [0.25, -1.5, 3.0, 0.5];
+        let mut a = vec![0.0; rows * cols];
+        for i in 0..rows {
+            a[i * cols] = 1e12 + spread[i];
+            a[i * cols + 1] = spread[i] * 2.0;
+            a[i * cols + 2] = 7.0;
+        }
+        let s = power_of_two_scaled(&a, rows, cols, true).unwrap().into_owned();
+        let mid = 0.5 * (1e12 - 1.5) + 0.5 * (1e12 + 3.0);
+        for i in 0..rows {
+            assert_eq!(s[i * cols], a[i * cols] - mid); // the shift, exactly, and no rescaling
+            assert_eq!(s[i * cols] - s[cols], a[i * cols] - a[cols]); // the spread is kept as stored
+            assert_eq!(s[i * cols + 1], a[i * cols + 1]);
+            assert_eq!(s[i * cols + 2], 7.0);
+        }
+        // far in both senses: shifted, then rescaled by the spread's power of two
+        let b: Vec<f64> = (0..4).map(|i| 2f64.powi(900) * (1.0 + i as f64 * 2f64.powi(-30))).collect();
+        let t = power_of_two_scaled(&b, 4, 1, true).unwrap();
+        assert!(t.iter().all(|v| v.is_finite() && v.abs() <= 1.0) && t.iter().any(|&v| v.abs() >= 0.5));
+        let ratio = (t[3] - t[0]) / (b[3] - b[0]); // one exact power of two
+        assert_eq!(ratio, 2f64.powi(frexp_exp(ratio) as i32 - 1));
     }
 
     #[test]

@@ -163,7 +163,7 @@ pub fn learner_kind(learner: &Learner) -> LearnerKind {
 /// The gate on `x` (already rescaled; the gate does not look at y).
 pub fn gate_of(x: &[f64], n: usize, p: usize, w: Option<&[f64]>) -> Result<Gate> {
     let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
-    Ok(nb::gate(&Data::new(x, n, p, &index, w)?))
+    nb::gate(&Data::new(x, n, p, &index, w)?)
 }
 
 /// Step 1 on data as the core sees them: the gate, the learner rule, the method.
@@ -264,8 +264,8 @@ pub fn subspace_test(
     check_rows(n, p, k)?;
     // x and y as the core sees them, rescaled exactly by powers of two (badly scaled data);
     // standardising learners are invariant to per-column scaling, the others to a global one
-    let xs = power_of_two_scaled(x, n, p, o.learner.standardizes());
-    let ys = power_of_two_scaled(y, n, 1, false);
+    let xs = power_of_two_scaled(x, n, p, o.learner.standardizes())?;
+    let ys = power_of_two_scaled(y, n, 1, false)?;
     let data = Data::new(&xs, n, p, &ys, w)?; // finite, shapes, non-constant y, valid weights
     let n_const = constant_columns(&xs, n, p);
     if n_const == p {
@@ -380,8 +380,8 @@ pub fn subspace_test_pls2(
     }
     check_rows(n, p, k)?;
     // x and Y rescaled exactly by powers of two, per column (badly scaled data)
-    let xs = power_of_two_scaled(x, n, p, true);
-    let ys = power_of_two_scaled(y, n, m, true);
+    let xs = power_of_two_scaled(x, n, p, true)?;
+    let ys = power_of_two_scaled(y, n, m, true)?;
     let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
     let data = Data::new(&xs, n, p, &index, w)?; // Data's own response is not used by PLS2
     let n_const = constant_columns(&xs, n, p);
@@ -452,8 +452,8 @@ pub fn component_tests(
     alpha: f64,
     cancel: &AtomicBool,
 ) -> Result<ComponentsOutcome> {
-    let xs = power_of_two_scaled(x, n, p, true);
-    let ys = power_of_two_scaled(y, n, 1, false);
+    let xs = power_of_two_scaled(x, n, p, true)?;
+    let ys = power_of_two_scaled(y, n, 1, false)?;
     let data = Data::new(&xs, n, p, &ys, w)?;
     if !(alpha.is_finite() && alpha > 0.0 && alpha < 1.0) {
         return Err(ThriftyError::invalid("alpha", format!("must be in (0, 1), got {alpha}")));
@@ -552,8 +552,8 @@ pub fn pls_svd_test(
             format!("must be in [1, min(p, q)] = [1, {}], got {k}", p.min(q)),
         ));
     }
-    let xs = power_of_two_scaled(x, n, p, true);
-    let ys = power_of_two_scaled(y, n, q, true);
+    let xs = power_of_two_scaled(x, n, p, true)?;
+    let ys = power_of_two_scaled(y, n, q, true)?;
     let bl = plssvd::Blocks::new(&xs, &ys, n, p, q)?;
     let route = route_of(&xs, n, p, None, LearnerKind::PlsSvd, 1, false, o.method, o.force, false)?;
     let mut out = TestOutcome::empty(route, 1, constant_columns(&xs, n, p));
@@ -593,8 +593,8 @@ pub fn spls_basis(
     k: usize,
     keep: usize,
 ) -> Result<spls::SplsFit> {
-    let xs = power_of_two_scaled(x, n, p, true);
-    let ys = power_of_two_scaled(y, n, 1, false);
+    let xs = power_of_two_scaled(x, n, p, true)?;
+    let ys = power_of_two_scaled(y, n, 1, false)?;
     spls::spls_fit(&Data::new(&xs, n, p, &ys, w)?, k, keep)
 }
 

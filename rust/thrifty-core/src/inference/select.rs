@@ -65,26 +65,26 @@ pub fn cv_curve(data: &Data<'_>, k_max: usize, keep: usize, n_folds: usize, seed
             let test: Vec<usize> = (0..n).filter(|&i| fold[i] == f).collect();
             fold_scores(data, &train, &test, k_max, keep)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let scores: Vec<Vec<f64>> = (0..k_max).map(|a| per_fold.iter().map(|s| s[a]).collect()).collect();
     let (mean, se) = scores.iter().map(|s| mean_se(s)).unzip();
     Ok(CvCurve { scores, mean, se })
 }
 
 /// R² of 1..=k_max components on one fold (−∞ where the fit has fewer components or fails).
-fn fold_scores(data: &Data<'_>, train: &[usize], test: &[usize], k_max: usize, keep: usize) -> Vec<f64> {
+fn fold_scores(data: &Data<'_>, train: &[usize], test: &[usize], k_max: usize, keep: usize) -> Result<Vec<f64>> {
     let mut out = vec![f64::NEG_INFINITY; k_max];
     let p = data.p;
-    let prep = prepare(data, train, test, true);
-    let Some(ytr) = train_response(&prep, data.y) else { return out };
+    let prep = prepare(data, train, test, true)?;
+    let Some(ytr) = train_response(&prep, data.y) else { return Ok(out) };
     // the held-out response in the train part's standardised units
     let w2: f64 = prep.sw_tr.iter().map(|s| s * s).sum();
     let m = train.iter().zip(&prep.sw_tr).map(|(&i, s)| s * s * data.y[i]).sum::<f64>() / w2;
     let sd = (train.iter().zip(&prep.sw_tr).map(|(&i, s)| s * s * (data.y[i] - m).powi(2)).sum::<f64>() / w2).sqrt();
     let yte: Vec<f64> = test.iter().map(|&i| (data.y[i] - m) / sd).collect();
-    let (mut x, mut y) = (prep.xs_tr.clone(), ytr);
+    let (mut x, mut y) = (crate::alloc::try_copied("the train rows NIPALS deflates", &prep.xs_tr)?, ytr);
     let Ok(fit) = nipals_shaped(&mut x, &mut y, train.len(), p, k_max, false, true, |w| hard_threshold(w, keep)) else {
-        return out;
+        return Ok(out);
     };
     let rot = fit.rotations();
     let mut coef = vec![0.0; p];
@@ -92,7 +92,7 @@ fn fold_scores(data: &Data<'_>, train: &[usize], test: &[usize], k_max: usize, k
         coef.iter_mut().zip(r).for_each(|(c, v)| *c += q * v);
         out[a] = fold_r2(&x_v(&prep.xs_te, test.len(), p, &coef), &yte);
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

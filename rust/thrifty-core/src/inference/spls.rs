@@ -247,7 +247,7 @@ pub fn spls_fit(data: &Data<'_>, k: usize, keep: usize) -> Result<SplsFit> {
         ));
     }
     let all: Vec<usize> = (0..n).collect();
-    let mut prep = prepare(data, &all, &[], true);
+    let mut prep = prepare(data, &all, &[], true)?;
     let ytr = train_response(&prep, data.y).ok_or_else(|| ThriftyError::invalid("y", "is constant"))?;
     let keep = if keep == 0 { choose_keep(&prep.xs_tr, &ytr, n, p, k) } else { keep };
     let mut x = std::mem::take(&mut prep.xs_tr);

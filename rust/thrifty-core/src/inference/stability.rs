@@ -266,7 +266,7 @@ mod tests {
         let mut s = Scratch::default();
         for idx in [(0..n).collect::<Vec<_>>(), (0..n).map(|_| rng::below(&mut r, n)).collect(), vec![5, 3, 9, 3, 30]] {
             assert!(standardise(&d, &idx, &mut s));
-            let prep = prepare(&d, &idx, &[], true);
+            let prep = prepare(&d, &idx, &[], true).unwrap();
             let yt = train_response(&prep, &y).unwrap();
             assert_eq!(
                 s.x.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
@@ -329,7 +329,7 @@ mod tests {
         let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / reps as f64;
         let t = Instant::now();
         for idx in &boots {
-            let prep = prepare(&d, idx, &[], true);
+            let prep = prepare(&d, idx, &[], true).unwrap();
             std::hint::black_box(train_response(&prep, &y));
         }
         let t_prep = us(t);

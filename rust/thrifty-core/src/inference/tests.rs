@@ -42,7 +42,7 @@ fn pls_coef_equals_krylov_ols() {
     let (x, y) = problem(n, p, 3, 0.7);
     let data = Data::new(&x, n, p, &y, None).unwrap();
     let all: Vec<usize> = (0..n).collect();
-    let prep = prepare(&data, &all, &[], true);
+    let prep = prepare(&data, &all, &[], true).unwrap();
     let ytr = train_response(&prep, &y).unwrap();
     for k in 1..=3 {
         let mut xs = prep.xs_tr.clone();
@@ -68,7 +68,7 @@ fn k1_split_r_is_the_linear_map() {
     let (x, y) = problem(n, p, 5, 0.5);
     let data = Data::new(&x, n, p, &y, None).unwrap();
     let sp = draw_splits(n, 1, 3, 11).unwrap();
-    let prep = prepare(&data, &sp[0].train, &sp[0].test, true);
+    let prep = prepare(&data, &sp[0].train, &sp[0].test, true).unwrap();
     let r = split_r(&spec(Learner::Pls, 1), &prep, &y, 0).unwrap();
     let ytr = train_response(&prep, &y).unwrap();
     let w = xt_v(&prep.xs_tr, prep.n_tr, p, &ytr);
@@ -84,7 +84,7 @@ fn fused_pls1_equals_the_refit_path() {
         let w: Vec<f64> = (0..n).map(|i| 0.3 + (i % 7) as f64 * 0.25).collect();
         let data = Data::new(&x, n, p, &y, if weighted { Some(&w) } else { None }).unwrap();
         for s in draw_splits(n, 1, 4, 5).unwrap() {
-            let prep = prepare(&data, &s.train, &s.test, true);
+            let prep = prepare(&data, &s.train, &s.test, true).unwrap();
             let slow = split_r(&spec(Learner::Pls, 1), &prep, &y, 0).unwrap();
             let fast = super::fit::pls1_split_r(&data, &s.train, &s.test, &y).unwrap();
             assert!((slow - fast).abs() < 1e-12, "{slow} vs {fast}");
@@ -236,14 +236,14 @@ fn gate_and_baselines_run() {
     let (n, p) = (60, 10);
     let (x, y) = problem(n, p, 6, 0.8);
     let data = Data::new(&x, n, p, &y, None).unwrap();
-    let g = gate(&data);
+    let g = gate(&data).unwrap();
     assert_eq!(g.n_eff, 60.0);
     assert!(g.stable_rank > 1.0 && g.stable_rank <= 10.0);
     assert!(!g.reroute);
     // one-factor data has stable rank near 1 and trips the gate
     let f = normals(n, 77);
     let xf: Vec<f64> = (0..n * p).map(|i| f[i / p] + 0.05 * x[i]).collect();
-    assert!(gate(&Data::new(&xf, n, p, &y, None).unwrap()).reroute);
+    assert!(gate(&Data::new(&xf, n, p, &y, None).unwrap()).unwrap().reroute);
     let (q2, null) = cv_permutation(&data, &spec(Learner::Pls, 1), 5, 3, 0, 19, true).unwrap();
     assert!(q2 > 0.2 && null.iter().all(|&v| v < q2));
     let jk = jackknife(&data, 1, 10, 1).unwrap();

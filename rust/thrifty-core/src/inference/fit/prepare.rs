@@ -1,6 +1,8 @@
 //! One split, prepared: train moments, standardised (and √w-scaled) train rows, standardised test
 //! rows, and the standardised train response.
 use super::Data;
+use crate::alloc::try_zeroed;
+use crate::error::Result;
 
 /// One split, prepared: standardised train rows (scaled by √w, row-major n_tr×p), standardised test
 /// rows (row-major n_te×p), √w of the train rows and weights of the test rows (each part renormalised
@@ -25,13 +27,20 @@ pub(crate) fn is_constant(mean: f64, sd: f64) -> bool {
     !(sd > 1e-12 * mean.abs()) || sd == 0.0
 }
 
-pub fn prepare(data: &Data<'_>, train: &[usize], test: &[usize], standardize: bool) -> Prepared {
+pub fn prepare(data: &Data<'_>, train: &[usize], test: &[usize], standardize: bool) -> Result<Prepared> {
     prepare_with(data, train, test, standardize, true)
 }
 
 /// As [`prepare`]; with `with_test = false` the standardised test rows are not materialised (use
-/// [`predict_test_raw`] for predictions).
-pub fn prepare_with(data: &Data<'_>, train: &[usize], test: &[usize], standardize: bool, with_test: bool) -> Prepared {
+/// [`predict_test_raw`] for predictions). The standardised rows, as large as X together, are
+/// allocated fallibly (`Err(OutOfMemory)`).
+pub fn prepare_with(
+    data: &Data<'_>,
+    train: &[usize],
+    test: &[usize],
+    standardize: bool,
+    with_test: bool,
+) -> Result<Prepared> {
     let (n_tr, n_te, p) = (train.len(), test.len(), data.p);
     let norm = |idx: &[usize]| -> Vec<f64> {
         match data.w {
@@ -77,7 +86,7 @@ pub fn prepare_with(data: &Data<'_>, train: &[usize], test: &[usize], standardiz
         }
     }
     let inv_scale: Vec<f64> = scale.iter().map(|s| 1.0 / s).collect();
-    let mut xs_tr = vec![0.0; n_tr * p];
+    let mut xs_tr = try_zeroed("the standardised train rows of a split", n_tr.saturating_mul(p))?;
     for (a, &i) in train.iter().enumerate() {
         let row = &data.x[i * p..(i + 1) * p];
         let out = &mut xs_tr[a * p..(a + 1) * p];
@@ -88,7 +97,7 @@ pub fn prepare_with(data: &Data<'_>, train: &[usize], test: &[usize], standardiz
     }
     let mut xs_te = vec![];
     if with_test {
-        xs_te = vec![0.0; n_te * p];
+        xs_te = try_zeroed("the standardised test rows of a split", n_te.saturating_mul(p))?;
         for (a, &i) in test.iter().enumerate() {
             let row = &data.x[i * p..(i + 1) * p];
             let out = &mut xs_te[a * p..(a + 1) * p];
@@ -97,7 +106,7 @@ pub fn prepare_with(data: &Data<'_>, train: &[usize], test: &[usize], standardiz
             }
         }
     }
-    Prepared { n_tr, n_te, p, xs_tr, xs_te, sw_tr, w_te, train: train.to_vec(), test: test.to_vec(), mean, scale }
+    Ok(Prepared { n_tr, n_te, p, xs_tr, xs_te, sw_tr, w_te, train: train.to_vec(), test: test.to_vec(), mean, scale })
 }
 
 /// ỹ on the train part: weighted-standardised by train moments and scaled by √w. `y` is the full
