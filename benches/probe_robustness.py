@@ -132,6 +132,12 @@ def run_case(case: Case, limit: int = MEMORY_LIMIT, warm: bool = False) -> tuple
     return outcome, took
 
 
+# X (300 × 150000, 360 MB) fits under the limit beside the imports; not a copy of it besides
+_WIDE = (
+    "from thrifty.inference import PLSInference, select_n_components; "
+    "X = rng.standard_normal((300, 150_000)); y = X[:, 0] + rng.standard_normal(300)"
+)
+
 MEMORY = [
     Case(
         "memory",
@@ -193,6 +199,19 @@ MEMORY = [
         "from thrifty import _core; c = np.zeros(20_000_000, dtype=np.int64); k = np.full(20_000_000, 1 / 20e6)",
     ),
     Case("memory", "_core.dpp_proposal_pairs(0, 0, 2**62, 1.0)", "from thrifty import _core"),
+    # The inference core's X-sized buffers (2026-12-07 probe: each aborted): the rescaled copy of X,
+    # every split's standardised rows, NIPALS' deflation copies, on every route and the estimator.
+    *(
+        Case("memory", call, _WIDE, timeout=300)
+        for call in (
+            "subspace_test(X, y, n_components=3, random_state=0)",
+            "subspace_test(X, y, n_components=3, method='jackknife', random_state=0)",
+            "subspace_test(X, y, n_components=3, method='cv-permutation-q2', n_perm=5, random_state=0)",
+            "subspace_test(X, np.c_[y, y * y], n_components=2, method='nb', random_state=0)",
+            "select_n_components(X, y, k_max=10)",
+            "PLSInference(3).fit(X, y)",
+        )
+    ),
 ]
 
 CTRL_C = [
@@ -202,6 +221,8 @@ CTRL_C = [
 ]
 
 _W = "X = rng.standard_normal((3000, 4)); X[:1500] += 5"
+_FAR = "X = rng.standard_normal((120, 30)); y = X[:, :3].sum(axis=1) + rng.standard_normal(120)"
+_WORDS = "from thrifty.text import Embeddings; V = rng.standard_normal((200, 16)); words = [f'w{i}' for i in range(200)]"
 SCALE = [
     Case(
         "scale",
@@ -236,6 +257,14 @@ SCALE = [
     ),
     Case("scale", "orthonormalize(A * 1e-310)", "A = rng.standard_normal((500, 4))", show="str(result.shape)"),
     Case("scale", "orthonormalize(A * 1e300)", "A = rng.standard_normal((500, 4))", show="str(result.shape)"),
+    # location far from the origin (2026-12-07 probe: every split undefined, "y is constant", another
+    # statistic); each pair: the data far from the origin, then the same numbers moved to it exactly
+    *(
+        Case("scale", f"subspace_test({call}, n_components=2, random_state=0)", _FAR, show="'statistic %.9f' % result.statistic")
+        for call in ("X, y + 1e12", "X, y + 1e12 - 1e12", "X + 1e12, y", "X + 1e12 - 1e12, y")
+    ),
+    Case("scale", "Embeddings(words, V * 1e300).most_similar('w3', 3)", _WORDS, show="str([w for w, _ in result])"),
+    Case("scale", "Embeddings(words, V).most_similar('w3', 3)", _WORDS, show="str([w for w, _ in result])"),
 ]
 
 
