@@ -300,6 +300,34 @@ def test_ctrl_c_stops_an_eigendecomposition_within_a_second() -> None:
     assert took < 2.0, f"stopped {took:.2f} s after SIGINT"
 
 
+def test_ctrl_c_stops_select_n_components_within_a_second() -> None:
+    # Found by a probe: the CV curve's folds ran to the end (40 s); now checked between components.
+    # Uninterrupted, this call takes about 4 s here (2 cores).
+    proc = _child(
+        """
+        from thrifty.inference import select_n_components
+        X = rng.standard_normal((600, 50_000))
+        y = X[:, 0] + rng.standard_normal(600)
+        print("READY", flush=True)
+        try:
+            select_n_components(X, y, k_max=300)
+            print("FINISHED")
+        except KeyboardInterrupt:
+            print("INTERRUPTED")
+        """,
+        limit=0,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "READY"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    out, err = proc.communicate(timeout=120)
+    took = time.perf_counter() - sent
+    assert out.strip() == "INTERRUPTED", err[-1000:]
+    assert took < 2.0, f"stopped {took:.2f} s after SIGINT"
+
+
 # ---- class 3: scales ------------------------------------------------------------------------------
 
 X_KM = np.random.default_rng(0).standard_normal((600, 3)) + np.repeat([[0.0, 0, 0], [6, 0, 0]], 300, axis=0)

@@ -169,7 +169,8 @@ pub unsafe extern "C" fn thrifty_select_n_components(
         if result_out.is_null() {
             return Err(Fail::null("result_out"));
         }
-        let c = enter(jobs, |_| select::cv_curve(&Data::new(&xs, n, p, ys, None)?, kmax, keep, folds, seed))?;
+        let c =
+            enter(jobs, |cancel| select::cv_curve(&Data::new(&xs, n, p, ys, None)?, kmax, keep, folds, seed, cancel))?;
         let pick = |r| c.choose(r).map_or(0, |v| v as i64);
         let res =
             ThriftyCvCurveResult { choice_max: pick(select::Rule::Max), choice_one_se: pick(select::Rule::OneSe) };

@@ -171,7 +171,7 @@ fn inference_cv_curve<'py>(
     n_jobs: Option<usize>,
 ) -> PyResult<CvCurve<'py>> {
     let xy = Xy::new(&x, &y, &None)?;
-    let c = enter(py, n_jobs, |_| select::cv_curve(&xy.data()?, k_max, keep, n_folds, seed))?;
+    let c = enter(py, n_jobs, |cancel| select::cv_curve(&xy.data()?, k_max, keep, n_folds, seed, cancel))?;
     let (max, one_se) = (c.choose(select::Rule::Max), c.choose(select::Rule::OneSe));
     let flat: Vec<f64> = c.scores.iter().flat_map(|s| s.iter().copied()).collect();
     Ok(CvCurve {

@@ -10,6 +10,7 @@
 //! Rules: `Max` takes the k of the largest mean R²; `OneSe` the smallest k whose mean R² is within
 //! one standard error (sd over folds / √folds) of the best (Breiman's one-SE rule, plskit's `r2_se`).
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, ThriftyError};
 use crate::inference::baselines::folds;
@@ -46,7 +47,15 @@ impl CvCurve {
 }
 
 /// Per-fold R² of k = 1..=k_max components (`keep` = p: PLS1; fewer: sparse PLS1 with that keep-count).
-pub fn cv_curve(data: &Data<'_>, k_max: usize, keep: usize, n_folds: usize, seed: u64) -> Result<CvCurve> {
+/// `Err(Interrupted)` soon after `cancel` is raised (checked between NIPALS components).
+pub fn cv_curve(
+    data: &Data<'_>,
+    k_max: usize,
+    keep: usize,
+    n_folds: usize,
+    seed: u64,
+    cancel: &AtomicBool,
+) -> Result<CvCurve> {
     let (n, p) = (data.n, data.p);
     if k_max == 0 || k_max > p.min(n) {
         return Err(ThriftyError::invalid(
@@ -63,7 +72,7 @@ pub fn cv_curve(data: &Data<'_>, k_max: usize, keep: usize, n_folds: usize, seed
         .map(|f| {
             let train: Vec<usize> = (0..n).filter(|&i| fold[i] != f).collect();
             let test: Vec<usize> = (0..n).filter(|&i| fold[i] == f).collect();
-            fold_scores(data, &train, &test, k_max, keep)
+            fold_scores(data, &train, &test, k_max, keep, cancel)
         })
         .collect::<Result<_>>()?;
     let scores: Vec<Vec<f64>> = (0..k_max).map(|a| per_fold.iter().map(|s| s[a]).collect()).collect();
@@ -72,7 +81,16 @@ pub fn cv_curve(data: &Data<'_>, k_max: usize, keep: usize, n_folds: usize, seed
 }
 
 /// R² of 1..=k_max components on one fold (−∞ where the fit has fewer components or fails).
-fn fold_scores(data: &Data<'_>, train: &[usize], test: &[usize], k_max: usize, keep: usize) -> Result<Vec<f64>> {
+fn fold_scores(
+    data: &Data<'_>,
+    train: &[usize],
+    test: &[usize],
+    k_max: usize,
+    keep: usize,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
+    let interrupted = || if cancel.load(Ordering::Relaxed) { Err(ThriftyError::Interrupted) } else { Ok(()) };
+    interrupted()?;
     let mut out = vec![f64::NEG_INFINITY; k_max];
     let p = data.p;
     let prep = prepare(data, train, test, true)?;
@@ -83,7 +101,18 @@ fn fold_scores(data: &Data<'_>, train: &[usize], test: &[usize], k_max: usize, k
     let sd = (train.iter().zip(&prep.sw_tr).map(|(&i, s)| s * s * (data.y[i] - m).powi(2)).sum::<f64>() / w2).sqrt();
     let yte: Vec<f64> = test.iter().map(|&i| (data.y[i] - m) / sd).collect();
     let (mut x, mut y) = (crate::alloc::try_copied("the train rows NIPALS deflates", &prep.xs_tr)?, ytr);
-    let Ok(fit) = nipals_shaped(&mut x, &mut y, train.len(), p, k_max, false, true, |w| hard_threshold(w, keep)) else {
+    // the shaping step runs once per component: on Ctrl-C it zeroes the weights, which ends NIPALS
+    // there (a vanished X'y), and the interruption is reported below
+    let shape = |w: &mut [f64]| {
+        if cancel.load(Ordering::Relaxed) {
+            w.fill(0.0);
+        } else {
+            hard_threshold(w, keep);
+        }
+    };
+    let fit = nipals_shaped(&mut x, &mut y, train.len(), p, k_max, false, true, shape);
+    interrupted()?;
+    let Ok(fit) = fit else {
         return Ok(out);
     };
     let rot = fit.rotations();
@@ -91,6 +120,7 @@ fn fold_scores(data: &Data<'_>, train: &[usize], test: &[usize], k_max: usize, k
     for (a, (r, q)) in rot.iter().zip(&fit.q).enumerate() {
         coef.iter_mut().zip(r).for_each(|(c, v)| *c += q * v);
         out[a] = fold_r2(&x_v(&prep.xs_te, test.len(), p, &coef), &yte);
+        interrupted()?;
     }
     Ok(out)
 }
@@ -116,7 +146,7 @@ mod tests {
         let y: Vec<f64> =
             (0..n).map(|i| x[i * p] - x[i * p + 1] + 0.05 * (crate::rng::uniform(&mut r) - 0.5)).collect();
         let d = Data::new(&x, n, p, &y, None).unwrap();
-        let c = cv_curve(&d, 5, p, 5, 3).unwrap();
+        let c = cv_curve(&d, 5, p, 5, 3, &AtomicBool::new(false)).unwrap();
         assert!(c.mean[0] < c.mean[1], "{:?}", c.mean);
         assert!(c.choose(Rule::OneSe).unwrap() <= 3);
     }
