@@ -275,57 +275,42 @@ def test_the_inline_one_off_path_draws_the_pooled_paths_sample() -> None:
 # ---- class 2: Ctrl-C ------------------------------------------------------------------------------
 
 
-def test_ctrl_c_stops_an_eigendecomposition_within_a_second() -> None:
-    # Before: faer's eigensolver is one call; Ctrl-C waited for it (33.7 s for n = 4000).
-    proc = _child(
-        """
-        L = np.eye(3000)
+def _assert_ctrl_c_stops_within_two_seconds(setup: str, call: str, timeout: float) -> None:
+    """Run ``setup`` in a child, start ``call``, send SIGINT 0.5 s later: KeyboardInterrupt within 2 s."""
+    code = textwrap.dedent(setup) + textwrap.dedent(f"""
         print("READY", flush=True)
         try:
-            LEnsemble(L)
+            {call}
             print("FINISHED")
         except KeyboardInterrupt:
             print("INTERRUPTED")
-        """,
-        limit=0,
-    )
+    """)
+    proc = _child(code, limit=0)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "READY"
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     sent = time.perf_counter()
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=timeout)
     took = time.perf_counter() - sent
     assert out.strip() == "INTERRUPTED", err[-1000:]
     assert took < 2.0, f"stopped {took:.2f} s after SIGINT"
+
+
+def test_ctrl_c_stops_an_eigendecomposition_within_a_second() -> None:
+    # Before: faer's eigensolver is one call; Ctrl-C waited for it (33.7 s for n = 4000).
+    _assert_ctrl_c_stops_within_two_seconds("L = np.eye(3000)", "LEnsemble(L)", timeout=60)
 
 
 def test_ctrl_c_stops_select_n_components_within_a_second() -> None:
     # Found by a probe: the CV curve's folds ran to the end (40 s); now checked between components.
     # Uninterrupted, this call takes about 4 s here (2 cores).
-    proc = _child(
-        """
+    setup = """
         from thrifty.inference import select_n_components
         X = rng.standard_normal((600, 50_000))
         y = X[:, 0] + rng.standard_normal(600)
-        print("READY", flush=True)
-        try:
-            select_n_components(X, y, k_max=300)
-            print("FINISHED")
-        except KeyboardInterrupt:
-            print("INTERRUPTED")
-        """,
-        limit=0,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "READY"
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    sent = time.perf_counter()
-    out, err = proc.communicate(timeout=120)
-    took = time.perf_counter() - sent
-    assert out.strip() == "INTERRUPTED", err[-1000:]
-    assert took < 2.0, f"stopped {took:.2f} s after SIGINT"
+    """
+    _assert_ctrl_c_stops_within_two_seconds(setup, "select_n_components(X, y, k_max=300)", timeout=120)
 
 
 # ---- class 3: scales ------------------------------------------------------------------------------
