@@ -212,6 +212,36 @@ MEMORY = [
             "PLSInference(3).fit(X, y)",
         )
     ),
+    # The same class, the smaller buffers (2026-12-07 audit): PLS2's per-split copies of a wide Y,
+    # the two-block test's permutation batches, varimax's p × k loadings, the bootstrap of
+    # rotation_stability, the confidence intervals, the lexicon test's vectors.
+    *(
+        Case("memory", call, setup, timeout=300)
+        for call, setup in (
+            (
+                "subspace_test(X, Y, n_components=2, method='nb', random_state=0)",
+                "X = rng.standard_normal((300, 40)); Y = X[:, :1] + rng.standard_normal((300, 150_000))",
+            ),
+            (
+                "pls_svd_test(X, Y, 2, random_state=0)",
+                "from thrifty.inference import pls_svd_test; "
+                "X = rng.standard_normal((300, 75_000)); Y = X[:, :75_000] + rng.standard_normal((300, 75_000))",
+            ),
+            (
+                "pls_svd_test(X, Y, 2, method='nb-permutation', n_perm=20, random_state=0)",
+                "from thrifty.inference import pls_svd_test; "
+                "X = rng.standard_normal((300, 75_000)); Y = X[:, :75_000] + rng.standard_normal((300, 75_000))",
+            ),
+            ("rotation_stability(X, y, 3, n_boot=5, random_state=0)", _WIDE + "; from thrifty.inference import rotation_stability"),
+            ("subspace_test(X, y, n_components=3, learner='spls', spls_keep=100, random_state=0)", _WIDE),
+            (
+                "lexicon_test(E, lexicon, random_state=0)",
+                "from thrifty.text import Embeddings, lexicon_test; V = rng.standard_normal((150_000, 300)); "
+                "words = [f'w{i}' for i in range(150_000)]; E = Embeddings(words, V); "
+                "lexicon = dict(zip(words, rng.standard_normal(150_000)))",
+            ),
+        )
+    ),
 ]
 
 CTRL_C = [

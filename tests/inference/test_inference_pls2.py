@@ -53,6 +53,20 @@ def test_pls2_nb_matches_reference(k):
     assert abs(res.t - ref["t"]) < 1e-10 and abs(res.p_value - ref["p"]) < 1e-10
 
 
+@pytest.mark.parametrize(("p", "m", "k"), [(4, 9, 2), (6, 40, 3), (3, 200, 1)])
+def test_pls2_with_more_responses_than_features_equals_sklearn(p, m, k):
+    # a Y wider than X takes each weight from the p × p Gram matrix instead of the m × m one (before:
+    # m = 20000 needed a 3.2 GB eigendecomposition per component and split, m = 150000 failed)
+    X, Y = _data(n=60, p=p, m=m, seed=p + m)
+    est = PLSInference(n_components=k, test=False).fit(X, Y)
+    sk = _sk(X, Y, k)
+    np.testing.assert_allclose(est.coef_, sk.coef_, rtol=0, atol=1e-8 * np.abs(sk.coef_).max())
+    np.testing.assert_allclose(est.predict(X), sk.predict(X), atol=1e-8 * np.abs(Y).max())
+    res = subspace_test(X, Y, n_components=k, n_splits=6, random_state=1, method="nb", force=True)
+    ref_r = [heldout_r_pls2(X, Y, t, k) for t in res.train_indices]
+    np.testing.assert_allclose(res.r, ref_r, atol=1e-10)
+
+
 def test_pls2_permutation_and_null_calibration():
     X, Y = _data(seed=3)
     perm = subspace_test(X, Y, method="nb-permutation", n_perm=39, n_splits=8, random_state=0)

@@ -227,6 +227,31 @@ def test_inference_on_a_wide_x_near_the_limit_is_a_memory_error() -> None:
     assert len(lines) == 7 and all(line.startswith("MemoryError") for line in lines), out
 
 
+def test_the_smaller_inference_buffers_near_the_limit_are_a_memory_error() -> None:
+    # The same class, other buffers (2026-12-07 probe, under footprint + 800 MB): sparse NIPALS'
+    # copy of the rows and the resamples of rotation_stability aborted (SIGABRT, "memory allocation
+    # of 180000000 bytes failed"); PLS2 with a wide Y and the two-block test raised PanicException
+    # (an m × m Gram matrix of 180 GB, a p × q cross matrix of 45 GB, both infallible in faer).
+    out = _run("""
+        import thrifty.inference as ti
+        n = 300
+        p = int(0.55 * room / 8 / n)
+        X = rng.standard_normal((n, p))
+        y = X[:, 0] + rng.standard_normal(n)
+        Xs = rng.standard_normal((n, 40))
+        half = p // 2
+        report([
+            lambda: subspace_test(X, y, n_components=3, learner="spls", spls_keep=100, random_state=0),
+            lambda: ti.rotation_stability(X, y, 3, n_boot=5, random_state=0),
+            lambda: ti.pls_svd_test(X[:, :half], X[:, half:], 2, random_state=0),
+            lambda: ti.pls_svd_test(X[:, :half], X[:, half:], 2, method="nb-permutation", n_perm=20, random_state=0),
+            lambda: subspace_test(Xs, X, n_components=2, method="nb", random_state=0),
+        ])
+    """, timeout=300)
+    lines = out.strip().splitlines()
+    assert len(lines) == 5 and all(line.startswith("MemoryError") for line in lines), out
+
+
 def test_inference_takes_well_scaled_data_without_a_copy() -> None:
     # the data as the core sees them are the caller's array when no rescaling is needed (a copy as
     # large as X was the first thing to run out of memory); a rescaled one is a new array

@@ -33,6 +33,16 @@ pub fn try_filled<V: Clone>(what: &'static str, len: usize, value: V) -> Result<
     Ok(v)
 }
 
+/// Resize the reusable buffer `v` to `len` copies of `value` (its old contents dropped), growing it
+/// fallibly: a per-task scratch vector whose size follows the input.
+pub fn try_refill<V: Clone>(what: &'static str, v: &mut Vec<V>, len: usize, value: V) -> Result<()> {
+    v.clear();
+    let bytes = bytes_of::<V>(what, len)?;
+    v.try_reserve_exact(len).map_err(|_| out_of_memory(what, bytes as f64))?;
+    v.resize(len, value);
+    Ok(())
+}
+
 /// `len` default values (zeros), allocated fallibly.
 pub fn try_zeroed<T: Clone + Default>(what: &'static str, len: usize) -> Result<Vec<T>> {
     try_filled(what, len, T::default())

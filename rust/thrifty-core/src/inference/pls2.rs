@@ -52,7 +52,7 @@ pub fn nipals2(
             break;
         }
         // G = XᵀY (p×m, row-major)
-        let mut g = vec![0.0; p * m];
+        let mut g = crate::alloc::try_zeroed("PLS2's cross-product matrix X'Y (p × m)", p * m)?;
         for i in 0..n {
             let xi = &x[i * p..(i + 1) * p];
             let yi = &y[i * m..(i + 1) * m];
@@ -64,15 +64,7 @@ pub fn nipals2(
                 }
             }
         }
-        // dominant right singular vector v of G (eigenvector of GᵀG), w = G v / ‖G v‖
-        let gtg = faer::Mat::<f64>::from_fn(m, m, |r, c| (0..p).map(|j| g[j * m + r] * g[j * m + c]).sum());
-        let eig = gtg
-            .self_adjoint_eigen(faer::Side::Lower)
-            .map_err(|_| ThriftyError::numerical("PLS2", "eigendecomposition failed"))?;
-        let u = eig.U();
-        let top = m - 1; // eigenvalues in non-decreasing order
-        let v: Vec<f64> = (0..m).map(|r| u[(r, top)]).collect();
-        let mut w: Vec<f64> = (0..p).map(|j| (0..m).map(|c| g[j * m + c] * v[c]).sum()).collect();
+        let mut w = dominant_left_vector(&g, p, m)?;
         let wn = dot(&w, &w).sqrt();
         if !(wn > 1e-10 * xnorm * ynorm) || wn == 0.0 {
             if stop_early && a > 0 {
@@ -108,6 +100,37 @@ pub fn nipals2(
     Ok((ws, ps, cs, ts))
 }
 
+/// The dominant left singular vector of the row-major p×m matrix `g`, unnormalised: G v for the
+/// top eigenvector v of GᵀG (m×m) when m ≤ p; otherwise, so that a wide Y costs p² and not m², the
+/// top eigenvector of GGᵀ (p×p) scaled by its eigenvalue's square root (the same vector, both up to
+/// sign, to which every PLS2 output is blind).
+fn dominant_left_vector(g: &[f64], p: usize, m: usize) -> Result<Vec<f64>> {
+    let side = m.min(p);
+    crate::alloc::ensure_fits("PLS2's Gram matrix and its eigendecomposition", 32.0 * (side as f64).powi(2))?;
+    let mut gram = crate::alloc::try_mat("PLS2's Gram matrix", side, side)?;
+    for r in 0..side {
+        for c in 0..side {
+            gram[(r, c)] = if m <= p {
+                (0..p).map(|j| g[j * m + r] * g[j * m + c]).sum()
+            } else {
+                (0..m).map(|j| g[r * m + j] * g[c * m + j]).sum()
+            };
+        }
+    }
+    let eig = gram
+        .self_adjoint_eigen(faer::Side::Lower)
+        .map_err(|_| ThriftyError::numerical("PLS2", "eigendecomposition failed"))?;
+    let top = side - 1; // eigenvalues in non-decreasing order
+    let u = eig.U();
+    if m <= p {
+        let v: Vec<f64> = (0..m).map(|r| u[(r, top)]).collect();
+        Ok((0..p).map(|j| (0..m).map(|c| g[j * m + c] * v[c]).sum()).collect())
+    } else {
+        let sigma = eig.S().column_vector()[top].max(0.0).sqrt();
+        Ok((0..p).map(|j| u[(j, top)] * sigma).collect())
+    }
+}
+
 /// Coefficients R C (p×m, row-major) with R = W (PᵀW)⁻¹.
 pub fn coef2(
     ws: &[Vec<f64>],
@@ -122,7 +145,7 @@ pub fn coef2(
     let inv = pw.partial_piv_lu().solve(faer::Mat::<f64>::identity(k, k));
     let rot: Vec<Vec<f64>> =
         (0..k).map(|b| (0..p).map(|j| (0..k).map(|a| ws[a][j] * inv[(a, b)]).sum()).collect()).collect();
-    let mut coef = vec![0.0; p * m];
+    let mut coef: Vec<f64> = crate::alloc::try_zeroed("PLS2's coefficients (p × m)", p * m)?;
     for j in 0..p {
         for c in 0..m {
             coef[j * m + c] = (0..k).map(|a| rot[a][j] * cs[a][c]).sum();
@@ -163,7 +186,7 @@ pub fn pls2_split_correlations(
                 Some(v) => v,
                 None => return Ok(f64::NAN), // every response column constant on the train part
             };
-            let mut yt = vec![0.0; prep.n_tr * m];
+            let mut yt = crate::alloc::try_zeroed("the standardised train responses (n_train × m)", prep.n_tr * m)?;
             for (a, &i) in s.train.iter().enumerate() {
                 for c in 0..m {
                     yt[a * m + c] = prep.sw_tr[a] * (y[i * m + c] - mean[c]) / sd[c];
@@ -172,9 +195,10 @@ pub fn pls2_split_correlations(
             let mut x = crate::alloc::try_copied("the train rows NIPALS deflates", &prep.xs_tr)?;
             let (ws, ps, cs, _) = nipals2(&mut x, &mut yt, prep.n_tr, prep.p, m, k, false)?;
             let (coef, _) = coef2(&ws, &ps, &cs, prep.p, m)?;
-            let mut pred = Vec::with_capacity(prep.n_te * m);
-            let mut obs = Vec::with_capacity(prep.n_te * m);
-            let mut wv = Vec::with_capacity(prep.n_te * m);
+            let held_out = "the held-out predictions (n_test × m)";
+            let mut pred = crate::alloc::try_with_capacity(held_out, prep.n_te * m)?;
+            let mut obs = crate::alloc::try_with_capacity(held_out, prep.n_te * m)?;
+            let mut wv = crate::alloc::try_with_capacity(held_out, prep.n_te * m)?;
             for (a, &i) in s.test.iter().enumerate() {
                 let row = &prep.xs_te[a * prep.p..(a + 1) * prep.p];
                 for c in 0..m {
@@ -221,7 +245,7 @@ pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fi
     let w: Vec<f64> = prep.sw_tr.iter().map(|v| v * v).collect();
     let (ymean, ysd) =
         standardise_y(y, m, &all, &w).ok_or_else(|| ThriftyError::invalid("Y", "every column is constant"))?;
-    let mut yt = vec![0.0; n * m];
+    let mut yt = crate::alloc::try_zeroed("the standardised responses (n × m)", n * m)?;
     for i in 0..n {
         for c in 0..m {
             yt[i * m + c] = prep.sw_tr[i] * (y[i * m + c] - ymean[c]) / ysd[c];
@@ -237,7 +261,7 @@ pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fi
         cs.push(vec![0.0; m]);
         rot.push(vec![0.0; p]);
     }
-    let mut coef = vec![0.0; p * m];
+    let mut coef = crate::alloc::try_zeroed("PLS2's coefficients (p × m)", p * m)?;
     let mut intercept = vec![0.0; m];
     for c in 0..m {
         let s = if ysd[c].is_finite() { ysd[c] } else { 0.0 };
@@ -272,6 +296,24 @@ pub fn pls2_fit(data: &Data<'_>, y: &[f64], m: usize, k: usize) -> Result<Pls2Fi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wide_cross_product_gives_the_same_dominant_vector_from_either_side() {
+        // G is p×m with m > p (the p×p route); Gᵀ is m×p (the m ≤ p route): its result is σ v₁, and
+        // G v₁ = σ u₁ must be the wide route's vector up to sign
+        let (p, m) = (3, 7);
+        let g: Vec<f64> = (0..p * m).map(|i| ((i * 29 % 17) as f64 - 8.0) / 5.0 + (i as f64).cos()).collect();
+        let gt: Vec<f64> = (0..m * p).map(|i| g[(i % p) * m + i / p]).collect();
+        let wide = dominant_left_vector(&g, p, m).unwrap();
+        let sv = dominant_left_vector(&gt, m, p).unwrap();
+        let sigma = dot(&sv, &sv).sqrt();
+        let via_v: Vec<f64> = (0..p).map(|j| (0..m).map(|c| g[j * m + c] * sv[c] / sigma).sum()).collect();
+        let sign = if dot(&wide, &via_v) < 0.0 { -1.0 } else { 1.0 };
+        assert!((dot(&wide, &wide).sqrt() - sigma).abs() < 1e-12 * sigma);
+        for j in 0..p {
+            assert!((wide[j] - sign * via_v[j]).abs() < 1e-12 * sigma, "{j}: {} vs {}", wide[j], via_v[j]);
+        }
+    }
 
     #[test]
     fn pls2_with_one_column_equals_pls1() {

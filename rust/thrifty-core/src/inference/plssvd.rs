@@ -60,7 +60,7 @@ pub fn top_pairs(c: &[f64], p: usize, q: usize, k: usize) -> Result<Pairs> {
     let small = q <= p;
     let m = if small { q } else { p };
     // Gram matrix of the smaller side
-    let mut g = vec![0.0; m * m];
+    let mut g = crate::alloc::try_zeroed("the Gram matrix of the cross-covariance's smaller side", m * m)?;
     for a in 0..m {
         for b in 0..=a {
             let s: f64 = if small {
@@ -101,21 +101,25 @@ pub fn top_pairs(c: &[f64], p: usize, q: usize, k: usize) -> Result<Pairs> {
     Ok((us, vs, ss))
 }
 
+/// What the cross-covariance matrix is called in an out-of-memory error.
+const CROSS: &str = "the cross-covariance matrix X'Y (p × q)";
+
 /// C = X̃ᵀỸ (p×q, row-major) of prepared train parts.
-fn cross(xp: &Prepared, yp: &Prepared) -> Vec<f64> {
+fn cross(xp: &Prepared, yp: &Prepared) -> Result<Vec<f64>> {
     use faer::linalg::matmul::matmul;
-    use faer::{Accum, Mat, Par};
+    use faer::{Accum, Par};
+    crate::alloc::ensure_fits(CROSS, 16.0 * xp.p as f64 * yp.p as f64)?;
     let xm = crate::linalg::view(&xp.xs_tr, xp.n_tr, xp.p);
     let ym = crate::linalg::view(&yp.xs_tr, yp.n_tr, yp.p);
-    let mut c = Mat::<f64>::zeros(xp.p, yp.p);
+    let mut c = crate::alloc::try_mat(CROSS, xp.p, yp.p)?;
     matmul(c.as_mut(), Accum::Replace, xm.transpose(), ym, 1.0, Par::Seq);
-    crate::linalg::to_row_major(c.as_ref())
+    crate::linalg::try_row_major(c.as_ref())
 }
 
 /// Held-out latent correlation of one split from prepared blocks (NaN where undefined: no
 /// covariance between the train blocks, or a constant held-out score).
 fn split_stat(xp: &Prepared, yp: &Prepared) -> Result<f64> {
-    let c = cross(xp, yp);
+    let c = cross(xp, yp)?;
     stat_from_cross(&c, &xp.xs_te, &yp.xs_te, xp.p, yp.p, &xp.w_te)
 }
 
@@ -136,6 +140,10 @@ fn stat_from_cross(c: &[f64], xte: &[f64], yte: &[f64], p: usize, q: usize, w_te
 /// Permutations per batched cross-matrix GEMM (bounds the scratch to n_tr·q·BATCH values and sets
 /// how often the cancel flag is read).
 const BATCH: usize = 64;
+
+/// At most this many values in a batch's cross matrices (p × q per permutation): wide blocks get
+/// smaller batches rather than a p·q·BATCH scratch per thread (64 MiB here).
+const BATCH_CROSS_VALUES: usize = 8 << 20;
 
 /// Standardise the rows `rows` of the (already permuted, unweighted) Y with the moments of its
 /// train rows, exactly as [`prepare`] does for unit weights: the train part is written into column
@@ -179,11 +187,6 @@ fn standardise_y(
     }
 }
 
-/// Rows of Y reordered by `perm` (row i of the result is row perm[i] of Y).
-fn permuted_rows(y: &[f64], q: usize, perm: &[usize]) -> Vec<f64> {
-    perm.iter().flat_map(|&i| y[i * q..(i + 1) * q].iter().copied()).collect()
-}
-
 /// Held-out latent correlation on every split (parallel over splits).
 pub fn split_correlations(bl: &Blocks<'_>, splits: &[Split], cancel: &AtomicBool) -> Result<Vec<f64>> {
     let (dx, dy) = (bl.block(false), bl.block(true));
@@ -208,12 +211,12 @@ pub fn permutation_null(
     count: usize,
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>> {
-    check_budget("n_perm", count, bl.n.saturating_mul(bl.q.max(1)))?;
+    check_budget("n_perm", count, bl.n)?;
     let dx = bl.block(false);
-    let ys: Vec<Vec<f64>> = (0..count)
-        .into_par_iter()
-        .map(|b| permuted_rows(bl.y, bl.q, &permutation(bl.n, seed, start + b as u64)))
-        .collect();
+    // the permutations, not the permuted copies of Y (count × n × q): a permuted Y's row a is Y's
+    // row perm[a], read in place
+    let perms: Vec<Vec<usize>> =
+        (0..count).into_par_iter().map(|b| permutation(bl.n, seed, start + b as u64)).collect();
     // per split: X prepared once; the permuted Y blocks standardised in batches and all their train
     // cross matrices X̃_trᵀ[Ỹ_π1 … Ỹ_πB] formed by one GEMM per batch (the same statistic as
     // `split_stat` on `prepare`d permuted blocks, up to the summation order of the cross products)
@@ -222,15 +225,17 @@ pub fn permutation_null(
         .par_iter()
         .map(|s| {
             use faer::linalg::matmul::matmul;
-            use faer::{Accum, Mat, MatRef, Par};
+            use faer::{Accum, MatRef, Par};
             let xp = prepare(&dx, &s.train, &s.test, true)?;
             let (n_tr, n_te, p) = (xp.n_tr, xp.n_te, xp.p);
             let xm = crate::linalg::view(&xp.xs_tr, n_tr, p);
-            let nb = BATCH.min(count.max(1));
-            let mut ytr = vec![0.0; n_tr * q * nb];
-            let mut yte = vec![0.0; n_te * q * nb];
-            let mut cm = Mat::<f64>::zeros(p, q * nb);
-            let mut c = vec![0.0; p * q];
+            let nb = BATCH.min(count.max(1)).min((BATCH_CROSS_VALUES / (p * q).max(1)).max(1));
+            let what = "the permuted blocks of a batch";
+            let mut ytr = crate::alloc::try_zeroed(what, n_tr * q * nb)?;
+            let mut yte = crate::alloc::try_zeroed(what, n_te * q * nb)?;
+            let mut cm = crate::alloc::try_mat(CROSS, p, q * nb)?;
+            let mut c = crate::alloc::try_zeroed(CROSS, p * q)?;
+            let (mut train, mut test) = (Vec::with_capacity(n_tr), Vec::with_capacity(n_te));
             let mut out = Vec::with_capacity(count);
             for b0 in (0..count).step_by(nb) {
                 if cancel.load(Ordering::Relaxed) {
@@ -238,8 +243,13 @@ pub fn permutation_null(
                 }
                 let m = nb.min(count - b0);
                 for k in 0..m {
+                    let perm = &perms[b0 + k];
+                    train.clear();
+                    train.extend(s.train.iter().map(|&i| perm[i]));
+                    test.clear();
+                    test.extend(s.test.iter().map(|&i| perm[i]));
                     let te = &mut yte[k * n_te * q..(k + 1) * n_te * q];
-                    standardise_y(&ys[b0 + k], q, &s.train, &s.test, &mut ytr, n_tr, k * q, te);
+                    standardise_y(bl.y, q, &train, &test, &mut ytr, n_tr, k * q, te);
                 }
                 let ym = MatRef::from_column_major_slice(&ytr[..n_tr * q * m], n_tr, q * m);
                 matmul(cm.as_mut().subcols_mut(0, q * m), Accum::Replace, xm.transpose(), ym, 1.0, Par::Seq);
@@ -282,7 +292,7 @@ pub fn fit(bl: &Blocks<'_>, k: usize) -> Result<PlsSvdFit> {
     let all: Vec<usize> = (0..bl.n).collect();
     let xp = prepare(&bl.block(false), &all, &[], true)?;
     let yp = prepare(&bl.block(true), &all, &[], true)?;
-    let c = cross(&xp, &yp);
+    let c = cross(&xp, &yp)?;
     let (u, v, s) = top_pairs(&c, bl.p, bl.q, k)?;
     let row_major =
         |cols: &[Vec<f64>], r: usize| -> Vec<f64> { (0..r).flat_map(|i| cols.iter().map(move |col| col[i])).collect() };
@@ -323,6 +333,11 @@ mod tests {
         for i in 0..3 {
             assert!((v2[0][i] - sign * a[i]).abs() < 1e-12);
         }
+    }
+
+    /// Rows of Y reordered by `perm` (row i of the result is row perm[i] of Y).
+    fn permuted_rows(y: &[f64], q: usize, perm: &[usize]) -> Vec<f64> {
+        perm.iter().flat_map(|&i| y[i * q..(i + 1) * q].iter().copied()).collect()
     }
 
     /// The straightforward null: every permuted Y `prepare`d and refit by `split_stat`.

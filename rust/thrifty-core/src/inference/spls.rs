@@ -69,14 +69,22 @@ pub fn spls_coef(x: &[f64], y: &[f64], n: usize, p: usize, k: usize, keep: usize
         let q = dot(y, &t) / tt;
         return Ok(w.into_iter().map(|v| v * q).collect());
     }
-    let mut xc = x.to_vec();
+    let mut xc = crate::alloc::try_copied("the rows sparse NIPALS deflates", x)?;
     let mut yc = y.to_vec();
     Ok(spls_nipals(&mut xc, &mut yc, n, p, k, keep)?.coef())
 }
 
 /// Mean and standard error (over folds) of the fold R² of sparse PLS1 for every keep of `grid`, on
-/// rows `x` (n×p, standardised) and `y`; folds by position. A fold whose fit fails scores −∞.
-pub fn keep_cv_curve(x: &[f64], y: &[f64], n: usize, p: usize, k: usize, grid: &[usize]) -> (Vec<f64>, Vec<f64>) {
+/// rows `x` (n×p, standardised) and `y`; folds by position. A fold whose fit degenerates scores −∞;
+/// running out of memory is an error, not a score.
+pub fn keep_cv_curve(
+    x: &[f64],
+    y: &[f64],
+    n: usize,
+    p: usize,
+    k: usize,
+    grid: &[usize],
+) -> Result<(Vec<f64>, Vec<f64>)> {
     let folds = CV_FOLDS.min(n);
     let mut scores = vec![vec![f64::NEG_INFINITY; folds]; grid.len()];
     for f in 0..folds {
@@ -85,36 +93,37 @@ pub fn keep_cv_curve(x: &[f64], y: &[f64], n: usize, p: usize, k: usize, grid: &
         if inn.len() < k + 2 || out.len() < 2 {
             continue;
         }
-        let (xi, yi, xo, yo) = centred_fold(x, y, p, &inn, &out);
+        let (xi, yi, xo, yo) = centred_fold(x, y, p, &inn, &out)?;
         for (g, &keep) in grid.iter().enumerate() {
-            if let Ok(coef) = spls_coef(&xi, &yi, inn.len(), p, k, keep) {
-                scores[g][f] = fold_r2(&x_v(&xo, out.len(), p, &coef), &yo);
+            match spls_coef(&xi, &yi, inn.len(), p, k, keep) {
+                Ok(coef) => scores[g][f] = fold_r2(&x_v(&xo, out.len(), p, &coef), &yo),
+                Err(e @ ThriftyError::OutOfMemory { .. }) => return Err(e),
+                Err(_) => {}
             }
         }
     }
-    scores.iter().map(|s| mean_se(s)).unzip()
+    Ok(scores.iter().map(|s| mean_se(s)).unzip())
 }
+
+/// A fold's centred in-fold rows and response, then its centred out-of-fold rows and response.
+pub(crate) type Fold = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
 
 /// In-fold rows and response centred by the in-fold means, out-of-fold rows and response centred by
 /// the same (in-fold) means: the fit has no intercept to learn and ŷ is comparable with the returned y.
-pub(crate) fn centred_fold(
-    x: &[f64],
-    y: &[f64],
-    p: usize,
-    inn: &[usize],
-    out: &[usize],
-) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+pub(crate) fn centred_fold(x: &[f64], y: &[f64], p: usize, inn: &[usize], out: &[usize]) -> Result<Fold> {
     let mut mx = vec![0.0; p];
     for &i in inn {
         mx.iter_mut().zip(&x[i * p..(i + 1) * p]).for_each(|(m, v)| *m += v);
     }
     mx.iter_mut().for_each(|m| *m /= inn.len() as f64);
     let my = inn.iter().map(|&i| y[i]).sum::<f64>() / inn.len() as f64;
-    let rows = |idx: &[usize]| -> Vec<f64> {
-        idx.iter().flat_map(|&i| x[i * p..(i + 1) * p].iter().zip(&mx).map(|(v, m)| v - m)).collect()
+    let rows = |idx: &[usize]| -> Result<Vec<f64>> {
+        let mut v = crate::alloc::try_with_capacity("the centred rows of a fold", idx.len() * p)?;
+        v.extend(idx.iter().flat_map(|&i| x[i * p..(i + 1) * p].iter().zip(&mx).map(|(v, m)| v - m)));
+        Ok(v)
     };
     let resp = |idx: &[usize]| -> Vec<f64> { idx.iter().map(|&i| y[i] - my).collect() };
-    (rows(inn), resp(inn), rows(out), resp(out))
+    Ok((rows(inn)?, resp(inn), rows(out)?, resp(out)))
 }
 
 /// Fold R² = 1 − SSE/SST with SST around the fold's own mean (−∞ when the fold's y is constant).
@@ -150,16 +159,16 @@ pub fn one_se_choice(mean: &[f64], se: &[f64]) -> Option<usize> {
 
 /// The keep-count chosen by cross-validation on rows `x` (n×p, standardised) and `y` (one-SE rule
 /// over [`keep_grid`]); p when no grid point can be scored.
-pub fn choose_keep(x: &[f64], y: &[f64], n: usize, p: usize, k: usize) -> usize {
+pub fn choose_keep(x: &[f64], y: &[f64], n: usize, p: usize, k: usize) -> Result<usize> {
     let grid = keep_grid(p);
-    let (mean, se) = keep_cv_curve(x, y, n, p, k, &grid);
-    one_se_choice(&mean, &se).map_or(p, |g| grid[g])
+    let (mean, se) = keep_cv_curve(x, y, n, p, k, &grid)?;
+    Ok(one_se_choice(&mean, &se).map_or(p, |g| grid[g]))
 }
 
 /// The sparse learner on one prepared split (the [`crate::inference::Learner::Spls`] arm of `fit_coef`).
 pub fn fit_coef(prep: &Prepared, ytr: &[f64], k: usize, keep: usize) -> Result<Vec<f64>> {
     let (n, p) = (prep.n_tr, prep.p);
-    let keep = if keep == 0 { choose_keep(&prep.xs_tr, ytr, n, p, k) } else { keep };
+    let keep = if keep == 0 { choose_keep(&prep.xs_tr, ytr, n, p, k)? } else { keep };
     spls_coef(&prep.xs_tr, ytr, n, p, k, keep)
 }
 
@@ -249,7 +258,7 @@ pub fn spls_fit(data: &Data<'_>, k: usize, keep: usize) -> Result<SplsFit> {
     let all: Vec<usize> = (0..n).collect();
     let mut prep = prepare(data, &all, &[], true)?;
     let ytr = train_response(&prep, data.y).ok_or_else(|| ThriftyError::invalid("y", "is constant"))?;
-    let keep = if keep == 0 { choose_keep(&prep.xs_tr, &ytr, n, p, k) } else { keep };
+    let keep = if keep == 0 { choose_keep(&prep.xs_tr, &ytr, n, p, k)? } else { keep };
     let mut x = std::mem::take(&mut prep.xs_tr);
     let mut y = ytr;
     let fit = spls_nipals(&mut x, &mut y, n, p, k, keep)?;

@@ -58,8 +58,9 @@ struct Scratch {
 
 /// The rows `idx` of `data` (unweighted) standardised by their own moments into `s.x` (m×p) and the
 /// standardised response into `s.y`; false when y is constant on them. Bit for bit
-/// `prepare(data, idx, &[], true)` and `train_response` with unit weights.
-fn standardise(data: &Data<'_>, idx: &[usize], s: &mut Scratch) -> bool {
+/// `prepare(data, idx, &[], true)` and `train_response` with unit weights. `Err` only when the
+/// m×p copy cannot be allocated.
+fn standardise(data: &Data<'_>, idx: &[usize], s: &mut Scratch) -> Result<bool> {
     let (p, m) = (data.p, idx.len());
     let inv = 1.0 / m as f64;
     let shift = &data.x[idx[0] * p..(idx[0] + 1) * p];
@@ -84,8 +85,7 @@ fn standardise(data: &Data<'_>, idx: &[usize], s: &mut Scratch) -> bool {
         s.mean[j] = mean;
         s.s2[j] = 1.0 / scale;
     }
-    s.x.clear();
-    s.x.resize(m * p, 0.0);
+    crate::alloc::try_refill("the standardised rows of a resample", &mut s.x, m * p, 0.0)?;
     for (a, &i) in idx.iter().enumerate() {
         let row = &data.x[i * p..(i + 1) * p];
         for (((o, &v), &mu), &is) in s.x[a * p..(a + 1) * p].iter_mut().zip(row).zip(&s.mean).zip(&s.s2) {
@@ -97,17 +97,17 @@ fn standardise(data: &Data<'_>, idx: &[usize], s: &mut Scratch) -> bool {
     let ss: f64 = idx.iter().map(|&i| (y[i] - my).powi(2)).sum::<f64>() / m as f64;
     let sd = ss.sqrt();
     if is_constant(my, sd) {
-        return false;
+        return Ok(false);
     }
     s.y.clear();
     s.y.extend(idx.iter().map(|&i| (y[i] - my) / sd));
-    true
+    Ok(true)
 }
 
 /// PLS1 weights (p×k, row-major) on the rows `idx` of `data` and their varimax rotation.
 fn axes_on(data: &Data<'_>, idx: &[usize], k: usize, s: &mut Scratch) -> Result<(Vec<f64>, Vec<f64>)> {
     let p = data.p;
-    if !standardise(data, idx, s) {
+    if !standardise(data, idx, s)? {
         return Err(ThriftyError::invalid("y", "is constant on a resample"));
     }
     let fit = nipals(&mut s.x, &mut s.y, idx.len(), p, k, false)?;
@@ -265,7 +265,7 @@ mod tests {
         let mut r = rng::stream(1, 2);
         let mut s = Scratch::default();
         for idx in [(0..n).collect::<Vec<_>>(), (0..n).map(|_| rng::below(&mut r, n)).collect(), vec![5, 3, 9, 3, 30]] {
-            assert!(standardise(&d, &idx, &mut s));
+            assert!(standardise(&d, &idx, &mut s).unwrap());
             let prep = prepare(&d, &idx, &[], true).unwrap();
             let yt = train_response(&prep, &y).unwrap();
             assert_eq!(
@@ -335,13 +335,13 @@ mod tests {
         let t_prep = us(t);
         let t = Instant::now();
         for idx in &boots {
-            std::hint::black_box(standardise(&d, idx, &mut s));
+            std::hint::black_box(standardise(&d, idx, &mut s).unwrap());
         }
         let t_std = us(t);
         let mut ws = vec![];
         let t = Instant::now();
         for idx in &boots {
-            standardise(&d, idx, &mut s);
+            standardise(&d, idx, &mut s).unwrap();
             let fit = nipals(&mut s.x, &mut s.y, n, p, k, false).unwrap();
             ws.push((0..p).flat_map(|i| fit.w.iter().map(move |c| c[i])).collect::<Vec<f64>>());
         }
