@@ -67,6 +67,11 @@ pub fn cv_curve(
         return Err(ThriftyError::invalid("spls_keep", format!("must be in [1, n_features={p}], got {keep}")));
     }
     let fold = folds(n, n_folds, seed)?;
+    // far from the origin or at extreme scales: the exact shift and power-of-two rescaling every test
+    // route uses (the result is blind to both; ordinary data are the caller's, bit for bit)
+    let xs = crate::inference::route::power_of_two_scaled(data.x, n, p, true)?;
+    let ys = crate::inference::route::power_of_two_scaled(data.y, n, 1, false)?;
+    let data = &Data { x: &xs, y: &ys, ..*data };
     let per_fold: Vec<Vec<f64>> = (0..n_folds)
         .into_par_iter()
         .map(|f| {

@@ -184,6 +184,11 @@ pub fn rotation_stability(
         }
     }
     crate::inference::splits::check_budget("n_boot", n_boot, 2 * k + n)?;
+    // far from the origin or at extreme scales: the exact shift and power-of-two rescaling every test
+    // route uses (the result is blind to both; ordinary data are the caller's, bit for bit)
+    let xs = crate::inference::route::power_of_two_scaled(data.x, n, p, true)?;
+    let ys = crate::inference::route::power_of_two_scaled(data.y, n, 1, false)?;
+    let data = &Data { x: &xs, y: &ys, ..*data };
     let all: Vec<usize> = (0..n).collect();
     let (w0, a0) = axes_on(data, &all, k, &mut Scratch::default())?;
     let per: Vec<(Vec<f64>, Vec<f64>)> = (0..n_boot)
