@@ -124,6 +124,8 @@ def test_bad_arguments() -> None:
         SavedBytesMeter(exclude=[1, 2])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="modules"):
         SavedBytesMeter(modules=[torch.nn.Linear(2, 2)])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="modules must be an iterable .* got int"):  # before: "'int' object is not iterable"
+        SavedBytesMeter(modules=3)  # type: ignore[arg-type]
     m = SavedBytesMeter()
     with m, pytest.raises(RuntimeError, match="already active"):
         m.__enter__()

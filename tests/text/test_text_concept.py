@@ -114,6 +114,14 @@ def test_report_formats(planted) -> None:  # type: ignore[no-untyped-def]
     assert html.startswith("<div") and "<b>tags" not in html
     with pytest.raises(ValueError, match="format"):
         fit.report("pdf")  # type: ignore[arg-type]
+    # sizes name their argument (before: n_words=-1 and documents(n=2.5) were taken as given)
+    for bad, exc in ((0, ValueError), (-1, ValueError), (2.5, TypeError), (True, TypeError)):
+        with pytest.raises(exc, match="n_words"):
+            fit.report(n_words=bad)  # type: ignore[arg-type]
+    for bad, exc in ((-1, ValueError), (2.5, TypeError), ("3", TypeError)):
+        with pytest.raises(exc, match="n must"):
+            fit.documents("pos", bad)  # type: ignore[arg-type]
+    assert fit.documents("pos", 0) == [] and len(fit.documents("neg", np.int64(2))) == 2
     assert "ConceptFit(k=1" in repr(fit)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
+import numpy as np
 import pytest
 
 from thrifty.text import ENGLISH_STOP_WORDS, Corpus
@@ -57,11 +58,29 @@ def test_counts_vocabulary_fingerprint_contains() -> None:
         (["x"], {"stop_words": "french"}, ValueError, "stop_words"),
         (["x"], {"stop_words": [1]}, TypeError, "stop_words"),
         (["x"], {"min_token_length": 0}, ValueError, "min_token_length"),
+        (["x"], {"min_token_length": 2.0}, TypeError, "min_token_length"),
+        (["x"], {"min_token_length": True}, TypeError, "min_token_length"),
     ],
 )
 def test_bad_input(texts: object, kwargs: dict[str, object], exc: type[Exception], match: str) -> None:
     with pytest.raises(exc, match=match):
         Corpus(texts, **kwargs)  # type: ignore[arg-type]
+
+
+def test_sizes_and_word_lists_are_checked() -> None:
+    # Found by a probe: vocabulary(min_count=0 / -1 / 2.5 / True) returned every token, contains("ab")
+    # searched for "a" and "b", and a NumPy integer min_token_length was refused
+    c = Corpus(["a bb ccc bb", "bb ccc dddd"], stop_words=None)
+    assert c.vocabulary(min_count=np.int64(2)) == ["bb", "ccc"]
+    assert Corpus(["a bb ccc"], stop_words=None, min_token_length=np.int64(2)).vocabulary() == ["bb", "ccc"]
+    for bad, exc in ((0, ValueError), (-1, ValueError), (2.5, TypeError), (True, TypeError), ("2", TypeError)):
+        with pytest.raises(exc, match="min_count"):
+            c.vocabulary(min_count=bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"words must be an iterable of str, got str \(one word: \['bb'\]\)"):
+        c.contains("bb")
+    with pytest.raises(TypeError, match="at position 1"):
+        c.contains(["bb", 3])  # type: ignore[list-item]
+    assert c.contains(["dddd"]).tolist() == [False, True]
 
 
 def test_spacy_when_asked() -> None:

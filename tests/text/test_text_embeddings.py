@@ -238,3 +238,26 @@ def test_vectors_at_extreme_scales_give_the_unit_scale_answers(scale: float) -> 
         r = lexicon_test(big, words, values * scale, 2, random_state=0)
     assert r.test.statistic == pytest.approx(r0.test.statistic, rel=1e-12)
     assert [w for w, _ in r.poles.pos] == [w for w, _ in r0.poles.pos]
+
+
+def test_word_lists_and_query_vectors_are_checked() -> None:
+    # Found by a probe: lookup("w1") and subset("w1") iterated the characters ("w", "1": nothing
+    # found, then "vectors must have at least 1 row"), and similar_by_vector took "abc" to a float
+    # conversion error and a complex vector to "must be finite and non-zero"
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(20)]
+    emb = Embeddings(words, rng.standard_normal((20, 4)))
+    for call in (emb.lookup, emb.subset):
+        with pytest.raises(TypeError, match=r"words must be an iterable of str, got str \(one word: \['w1'\]\)"):
+            call("w1")
+        with pytest.raises(TypeError, match="at position 1"):
+            call(["w1", 2])
+    assert emb.lookup(["w3", "zz", "w1"]) == ([3, 1], ["zz"])
+    assert list(emb.subset(("w5",)).words) == ["w5"]
+    for bad in ("abc", np.ones(4) * 1j, np.array([object()] * 4)):
+        with pytest.raises(TypeError, match="vector must hold real numbers"):
+            emb.similar_by_vector(bad)
+    with pytest.raises(TypeError, match="exclude"):
+        emb.similar_by_vector(np.ones(4), exclude="w1")
+    got = emb.similar_by_vector(np.arange(4), 3)  # integer vectors are real numbers
+    assert got == emb.similar_by_vector(np.arange(4.0), 3)

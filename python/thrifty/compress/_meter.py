@@ -174,6 +174,11 @@ class SavedBytesMeter:
             self._exclude_keys = {storage_key(t) for t in tensors}
         else:
             raise TypeError(f"exclude must be a Module, an iterable of Tensors, a callable or None, got {type(exclude).__name__}")
+        if modules is not None and not isinstance(modules, Iterable):
+            raise TypeError(
+                f"modules must be an iterable of (name, nn.Module) pairs, e.g. model.named_modules(), "
+                f"got {type(modules).__name__}"
+            )
         named = [] if modules is None else list(modules)
         for item in named:
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], nn.Module)):

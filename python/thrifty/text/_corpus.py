@@ -19,6 +19,9 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from thrifty._validation import check_int
+from thrifty.text._embeddings import str_items
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*[-*•])")
 _WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*")
 
@@ -109,8 +112,7 @@ class Corpus:
             raise ValueError("texts must hold at least one document")
         if tokenizer not in ("simple", "spacy"):
             raise ValueError(f"tokenizer must be 'simple' or 'spacy', got {tokenizer!r}")
-        if isinstance(min_token_length, bool) or not isinstance(min_token_length, int) or min_token_length < 1:
-            raise ValueError(f"min_token_length must be an int >= 1, got {min_token_length!r}")
+        min_token_length = check_int(min_token_length, "min_token_length", 1)
         self.stop_words: frozenset[str] = _stop_words(stop_words)
         split = _spacy_splitter(spacy_model) if tokenizer == "spacy" else None
         self.docs: list[list[Tokens]] = []
@@ -156,7 +158,10 @@ class Corpus:
         return c
 
     def vocabulary(self, min_count: int = 1) -> list[str]:
-        """Tokens seen at least ``min_count`` times, most frequent first (ties alphabetical)."""
+        """Tokens seen at least ``min_count`` times, most frequent first (ties alphabetical).
+
+        ``TypeError`` when ``min_count`` is not an int, ``ValueError`` when it is below 1."""
+        min_count = check_int(min_count, "min_count", 1)
         return [w for w, n in sorted(self.counts().items(), key=lambda kv: (-kv[1], kv[0])) if n >= min_count]
 
     def fingerprint(self) -> str:
@@ -172,7 +177,7 @@ class Corpus:
 
     def contains(self, words: Iterable[str]) -> npt.NDArray[np.bool_]:
         """Per document: does it hold any of ``words``?"""
-        ws = set(words)
+        ws = set(str_items(words, "words"))
         return np.array([any(t in ws for s in d for t in s) for d in self.docs], dtype=bool)
 
 

@@ -47,14 +47,23 @@ def _base_suffix(path: Path) -> str:
     return Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
 
 
+def str_items(words: Any, name: str) -> list[str]:
+    """The strings of the iterable ``words`` as a list; ``TypeError`` naming ``name`` for a bare str
+    (which would be read as its characters), a non-iterable or an item that is not a str."""
+    if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
+        hint = f" (one word: [{words!r}])" if isinstance(words, str) else ""
+        raise TypeError(f"{name} must be an iterable of str, got {type(words).__name__}{hint}")
+    out = list(words)
+    for i, w in enumerate(out):
+        if not isinstance(w, str):
+            raise TypeError(f"{name} must hold str only, got {type(w).__name__} at position {i}")
+    return out
+
+
 def _check_words(words: Any, name: str) -> list[str]:
     """A list of distinct, non-empty strings, or a TypeError/ValueError naming ``name``."""
-    if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
-        raise TypeError(f"{name} must be a sequence of str, got {type(words).__name__}")
-    out = list(words)
+    out = str_items(words, name)
     for w in out:
-        if not isinstance(w, str):
-            raise TypeError(f"{name} must hold str only, got {type(w).__name__}")
         if not w:
             raise ValueError(f"{name} holds an empty string")
     seen: set[str] = set()
@@ -331,9 +340,11 @@ class Embeddings:
             raise KeyError(f"word {word!r} is not in the vocabulary") from None
 
     def lookup(self, words: Iterable[str]) -> tuple[list[int], list[str]]:
-        """Rows of the words present and the list of words missing (in input order)."""
+        """Rows of the words present and the list of words missing (in input order).
+
+        ``TypeError`` when ``words`` is a bare str or holds something other than str."""
         rows, missing = [], []
-        for word in words:
+        for word in str_items(words, "words"):
             i = self._index.get(word)
             if i is None:
                 missing.append(word)
@@ -343,7 +354,7 @@ class Embeddings:
 
     def subset(self, words: Iterable[str]) -> Embeddings:
         """The embeddings of ``words`` (those present), in their order."""
-        rows, _ = self.lookup(dict.fromkeys(words))
+        rows, _ = self.lookup(dict.fromkeys(str_items(words, "words")))
         return Embeddings([self.words[i] for i in rows], self.vectors[rows])
 
     # ---- normalisation and neighbours --------------------------------------------------------------
@@ -418,17 +429,22 @@ class Embeddings:
 
         Raises
         ------
+        TypeError
+            ``vector`` not real numbers (str, complex, object), ``exclude`` not an iterable of str.
         ValueError
             Wrong length, NaN/inf or a zero vector.
         """
-        v = np.asarray(vector, dtype=np.float64)
+        raw = np.asarray(vector)
+        if raw.dtype.kind not in "biuf":
+            raise TypeError(f"vector must hold real numbers, got dtype {raw.dtype}")
+        v = raw.astype(np.float64)
         if v.shape != (self.dim,):
             raise ValueError(f"vector must have shape ({self.dim},), got {v.shape}")
         if not (np.isfinite(v).all() and v.any()):
             raise ValueError("vector must be finite and non-zero")
         n = check_int(topn, "topn", 1)
         sims = self._unit_vectors() @ unit_rows(v)
-        drop = [self._index[w] for w in exclude if w in self._index]
+        drop = [self._index[w] for w in str_items(exclude, "exclude") if w in self._index]
         sims[drop] = -np.inf
         n = min(n, len(self) - len(set(drop)))
         if n == 0:

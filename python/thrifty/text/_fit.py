@@ -8,6 +8,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from thrifty._validation import check_int
 from thrifty.inference import SubspaceTestResult
 from thrifty.text._corpus import Corpus
 from thrifty.text._embeddings import Embeddings
@@ -139,16 +140,20 @@ class ConceptFit:
 
         Raises
         ------
+        TypeError
+            ``n`` not an int.
         ValueError
-            Unknown ``side``, or the result is not attached to its corpus (after unpickling: :meth:`attach`).
+            Unknown ``side``, ``n`` negative, or the result is not attached to its corpus (after
+            unpickling: :meth:`attach`).
         """
+        count = check_int(n, "n", 0)
         if side not in ("pos", "neg"):
             raise ValueError(f"side must be 'pos' or 'neg', got {side!r}")
         if self.corpus is None:
             raise ValueError("this result is not attached to its corpus; call attach(corpus) after unpickling")
         idx = np.flatnonzero(self.kept)
         s = self.scores[idx]
-        order = idx[np.argsort(-s if side == "pos" else s, kind="stable")][: max(0, int(n))]
+        order = idx[np.argsort(-s if side == "pos" else s, kind="stable")][:count]
         return [(int(i), float(self.scores[i]), " ".join(self.corpus.sentences[i])) for i in order]
 
     # ---- reading ---------------------------------------------------------------------------------
@@ -174,12 +179,15 @@ class ConceptFit:
 
         Raises
         ------
+        TypeError
+            ``n_words`` not an int.
         ValueError
-            Unknown ``format``.
+            Unknown ``format``, ``n_words`` below 1.
         """
+        count = check_int(n_words, "n_words", 1)
         if format not in ("text", "markdown", "html"):
             raise ValueError(f"format must be 'text', 'markdown' or 'html', got {format!r}")
-        return _render(self._sections(int(n_words)), format)
+        return _render(self._sections(count), format)
 
     def _sections(self, n: int) -> list[tuple[str, list[str]]]:
         t = self.test
