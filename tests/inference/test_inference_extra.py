@@ -245,6 +245,20 @@ def test_select_n_components_cv_matches_a_reference():
     np.testing.assert_array_equal(res.fold_r2, same.fold_r2)  # keep = p is PLS1 bit for bit
 
 
+def test_select_n_components_warns_about_the_k_it_could_not_score():
+    # before: k beyond the data's rank came back as -inf in cv_r2 without a word
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3)) @ rng.standard_normal((3, 10))  # rank 3
+    y = X[:, 0] + rng.standard_normal(60)
+    with pytest.warns(UserWarning, match=r"k = 4, 5, 6 could not be fitted on every fold") as caught:
+        res = select_n_components(X, y, k_max=6, random_state=0)
+    assert len(caught) == 1
+    assert np.isfinite(res.cv_r2[:3]).all() and np.isneginf(res.cv_r2[3:]).all() and res.n_components <= 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a full-rank design scores every k: no warning
+        select_n_components(rng.standard_normal((60, 10)), y, k_max=6, random_state=0)
+
+
 def test_select_n_components_sequence_rule():
     X, y = planted_k(2, 300, 20, np.random.default_rng(1))
     with warnings.catch_warnings():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,7 +34,8 @@ class NComponentsResult:
     k : ndarray of shape (k_max,)
         1, ..., k_max.
     cv_r2 : ndarray of shape (k_max,)
-        Mean held-out R² over the folds for every k (−inf where a fold had fewer components).
+        Mean held-out R² over the folds for every k (−inf where a fold had fewer components; a
+        ``UserWarning`` lists those k).
     cv_se : ndarray of shape (k_max,)
         Its standard error (SD over folds / sqrt(n_folds)).
     fold_r2 : ndarray of shape (k_max, n_folds)
@@ -102,6 +104,12 @@ def select_n_components(
         Bad data (NaN/inf, constant y, mismatched lengths), ``k_max`` or ``n_folds`` out of range,
         an unknown rule, ``spls_keep`` outside [1, n_features], or sequence options with another rule.
 
+    Warns
+    -----
+    UserWarning
+        Some k could not be fitted on every fold (``k_max`` above the rank of a fold's data): their
+        ``cv_r2`` is −inf.
+
     Examples
     --------
     >>> import numpy as np
@@ -131,6 +139,15 @@ def select_n_components(
         raise ValueError(f"spls_keep must be in [1, n_features={p}], got {keep}")
     seed = seed_from_random_state(random_state)
     curve = _core.inference_cv_curve(x, yv, kmax, keep, folds, seed, check_inference_n_jobs(n_jobs))
+    unscored = np.flatnonzero(~np.isfinite(np.asarray(curve["mean"]))) + 1
+    if unscored.size:
+        ks = ", ".join(map(str, unscored[:8])) + (", ..." if unscored.size > 8 else "")
+        warnings.warn(
+            f"k = {ks} could not be fitted on every fold (fewer components than that in a fold's data, "
+            "or too few rows): their cv_r2 is -inf, and the cross-validated rules never choose them",
+            UserWarning,
+            stacklevel=2,
+        )
     sequence = None
     if rule == "sequence":
         from thrifty.inference._api import component_tests
