@@ -207,23 +207,11 @@ def _check_x(name: str, x: object, d: int | None = None) -> Tensor:
     return x
 
 
-def pow2_scale(x: Tensor) -> float:
-    """``2**-e`` with ``max|x|`` in ``[2**(e-1), 2**e)`` (1.0 for a zero or non-finite ``x``).
-
-    Multiplying by a power of two is exact in floating point, so the Gram matrices, eigenbases and relative
-    errors of ``x · pow2_scale(x)`` are those of ``x`` - without overflowing float32 for a finite but huge
-    batch (``|x|`` near 1e17: ``Σ x²`` over the rows passes float32's 3.4e38).
-    """
-    amax = float(x.detach().abs().max()) if x.numel() else 0.0
-    if amax == 0.0 or not math.isfinite(amax):
-        return 1.0
-    return math.ldexp(1.0, -math.frexp(amax)[1])
-
-
 def _top_basis(x32: Tensor, r: int) -> Tensor:
     """Top-r right singular vectors of x (d, r) float32 via the d×d Gram matrix (float32 eigh: the leading
     subspace is well conditioned; the trailing directions only need to be orthonormal)."""
-    x32 = x32 * pow2_scale(x32)
+    # at unit scale, exactly: Gram sums neither overflow (|x| near 1e17) nor underflow (subnormal x)
+    x32 = _kernels.ldexp(x32, -_kernels.pow2_exponent(x32))
     vecs: Tensor = torch.linalg.eigh(x32.t() @ x32).eigenvectors
     return vecs[:, -r:].flip(1).contiguous()
 
@@ -356,8 +344,9 @@ def _plan(
     rows = x[:: max(1, math.ceil(x.shape[0] / _PLAN_ROWS))]
     if not bool(torch.isfinite(rows).all()):
         raise ValueError("x_sample: contains NaN or infinity")
-    scale = pow2_scale(x)  # exact: the plan of a finite but huge batch is the plan of the batch at unit scale
-    x32 = (rows.to(torch.float32) * scale).contiguous()
+    # exact: the plan of a finite but huge (or subnormal) batch is the plan of the batch at unit scale
+    e = _kernels.pow2_exponent(x)
+    x32 = _kernels.ldexp(rows.to(torch.float32), -e).contiguous()
     block = int(ov.get("block", min(_PLAN_BLOCK, d)))
     refresh_every = int(ov.get("refresh_every", 1))
     stochastic = bool(ov.get("stochastic", False))
@@ -376,7 +365,7 @@ def _plan(
         # up to _LIFT_ROWS rows of the batch), refreshed once on the batch (the shipped subspace iteration),
         # the error on the whole batch. The 512 planning rows alone flatter a rank near 512.
         stride = max(1, math.ceil(x.shape[0] / _LIFT_ROWS))
-        xl = (x[::stride].to(torch.float32) * scale).contiguous()
+        xl = _kernels.ldexp(x[::stride].to(torch.float32), -e).contiguous()
         if xl.shape[0] >= 2:
             plan_stride = max(1, math.ceil(x.shape[0] / _PLAN_ROWS))
             sim = _Refreshed(xl, eig if plan_stride == 2 * stride else None)
@@ -537,11 +526,11 @@ def _refresh(x: Tensor, u: Tensor) -> tuple[Tensor, float, Tensor]:
     try:
         out = _kernels.refresh(x, u, return_projection=True)
     except ValueError:
-        scale = pow2_scale(x)
-        if scale == 1.0 or not bool(torch.isfinite(x).all()):
+        e = _kernels.pow2_exponent(x)
+        if e == 0 or not bool(torch.isfinite(x).all()):
             raise
-        out = _kernels.refresh(x * scale, u, return_projection=True)
-        return out.u, out.energy, out.xu / scale
+        out = _kernels.refresh(_kernels.ldexp(x, -e), u, return_projection=True)
+        return out.u, out.energy, _kernels.ldexp(out.xu, e)
     return out.u, out.energy, out.xu
 
 

@@ -404,9 +404,38 @@ def _compress_op(
         _fallback_compress(xr, u, proj, coef, block, k, bits, bool(stochastic), seed, outs)
         return outs
     bad = lib.compress(*args[:-1], where=_cpu_exec())  # args[-1] keeps Uᵀ alive during the call
+    if bad and (e := pow2_exponent(x)) != 0 and abs(e) > 8:
+
+        # finite activations so small (subnormal) or so large that a block's quantisation step over- or
+        # underflows: compress them rescaled by an exact power of two and scale the outputs back
+        outs = _compress_op(ldexp(x, -e), u, None if xu is None else ldexp(xu, -e), coef, block, k, bits,
+                            stochastic, seed)  # fmt: skip
+        c, c_scale, vals, idx, scales = outs
+        if coef == "int8":
+            c_scale = ldexp(c_scale, e)
+        else:
+            c = ldexp(c, e)
+        return c, c_scale, vals, idx, ldexp(scales, e)
     if bad:
         raise ValueError(f"x: contains NaN or infinity ({bad} non-finite coefficients or residual blocks)")
     return outs
+
+
+def pow2_exponent(x: Tensor) -> int:
+    """The binary exponent e of max|x| (``max|x|`` in ``[2**(e-1), 2**e)``); 0 for an empty, zero or
+    non-finite ``x``. ``ldexp(x, -e)`` is then x at unit scale, exactly."""
+    top = float(x.detach().abs().max()) if x.numel() else 0.0
+    if not (math.isfinite(top) and top > 0.0):
+        return 0
+    return math.frexp(top)[1]
+
+
+def ldexp(t: Tensor, e: int) -> Tensor:
+    """t·2^e, exact where the result is representable, as a new tensor. In two steps so that neither
+    factor over- or underflows t's dtype: float32 has neither 2^130 (the scale of a subnormal batch)
+    nor 2^-150, and ``t * 2.0**130`` would multiply by inf."""
+    half = e // 2
+    return t * (2.0**half) * (2.0 ** (e - half))
 
 
 @_compress_op.register_kernel("cuda")
