@@ -326,6 +326,24 @@ def test_bad_arguments() -> None:
         GaLoreAdamW([nn.Parameter(torch.zeros(3))], lr=-1.0)
     with pytest.raises(RuntimeError, match="project"):
         GaLoreProjector(2).project_back(torch.zeros(2, 2))
+    # project's arguments (before: IndexError "tuple index out of range" for a 1-D gradient, torch's
+    # t() message for 3-D, AttributeError for an int, an SVD convergence error for NaN)
+    proj = GaLoreProjector(2)
+    for grad, exc, match in (
+        (torch.randn(5), ValueError, r"grad: GaLore projects 2-D \(m, d\) gradients, got shape \(5,\)"),
+        (torch.randn(2, 3, 4), ValueError, "grad: GaLore projects 2-D"),
+        (3, TypeError, "grad: expected a Tensor"),
+        (torch.ones(6, 4, dtype=torch.int64), TypeError, "grad: expected a floating-point tensor"),
+        (torch.full((6, 4), float("nan")), ValueError, "grad: contains NaN"),
+    ):
+        with pytest.raises(exc, match=match):
+            proj.project(grad, 0)  # type: ignore[arg-type]
+    assert proj.project(torch.randn(6, 4), torch.tensor(0)).shape == (6, 2)  # a 0-d integer tensor is a step
+    for step, exc in ((-1, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(exc, match="step"):
+            proj.project(torch.randn(6, 4), step)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"grad: shape \(6, 5\) does not match the basis \(2, 4\)"):
+        proj.project(torch.randn(6, 5), 1)
 
 
 def test_docstring_examples() -> None:

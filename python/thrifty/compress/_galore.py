@@ -66,6 +66,7 @@ unshared (+0.0002 at width 128, -0.019 at 384, equal to ``unshared-right``'s).
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
@@ -90,6 +91,17 @@ def _check_int(name: str, v: object, lo: int) -> int:
     if v < lo:
         raise ValueError(f"{name}: must be >= {lo}, got {v}")
     return v
+
+
+def _check_grad(grad: object) -> Tensor:
+    """``grad`` as given when it is a 2-D floating tensor; ``TypeError``/``ValueError`` naming it otherwise."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"grad: expected a Tensor, got {type(grad).__name__}")
+    if not grad.is_floating_point():
+        raise TypeError(f"grad: expected a floating-point tensor, got {grad.dtype}")
+    if grad.dim() != 2:
+        raise ValueError(f"grad: GaLore projects 2-D (m, d) gradients, got shape {tuple(grad.shape)}")
+    return grad
 
 
 def _check_float(name: str, v: object, lo: float, hi: float = math.inf, *, open_hi: bool = False) -> float:
@@ -149,8 +161,10 @@ class GaLoreProjector:
 
     @torch.no_grad()
     def refresh(self, grad: Tensor) -> None:
-        """New ``P`` from the SVD of the full (m, d) gradient (float32)."""
-        g = grad.detach().to(torch.float32)
+        """New ``P`` from the SVD of the full (m, d) gradient (float32); ``ValueError`` for NaN/inf."""
+        g = _check_grad(grad).detach().to(torch.float32)
+        if not bool(torch.isfinite(g).all()):
+            raise ValueError("grad: contains NaN or infinity (the projector's SVD needs finite values)")
         side = self.side_for(g.shape[0], g.shape[1])
         u, _s, vh = torch.linalg.svd(g, full_matrices=False)
         r = min(self.rank, vh.shape[0])
@@ -165,10 +179,23 @@ class GaLoreProjector:
         self.refreshes += 1
 
     def project(self, grad: Tensor, step: int) -> Tensor:
-        """``low``: (m, r) = grad·Pᵀ (right) or (r, d) = Pᵀ·grad (left); refreshes P first when due."""
+        """``low``: (m, r) = grad·Pᵀ (right) or (r, d) = Pᵀ·grad (left); refreshes P first when due.
+
+        ``TypeError``/``ValueError`` naming ``grad`` (not a 2-D floating tensor, another shape than the
+        basis was made for) or ``step`` (not an int >= 0)."""
+        _check_grad(grad)
+        if isinstance(step, bool) or not hasattr(step, "__index__"):
+            raise TypeError(f"step: expected an int, got {type(step).__name__}")
+        step = _check_int("step", operator.index(step), 0)  # NumPy and 0-d integer tensors too
         if self.due(step):
             self.refresh(grad)
         assert self.ortho is not None
+        along = grad.shape[1] if self.side == "right" else grad.shape[0]
+        if along != self.ortho.shape[1 if self.side == "right" else 0]:
+            raise ValueError(
+                f"grad: shape {tuple(grad.shape)} does not match the basis {tuple(self.ortho.shape)} made for "
+                f"the {self.side} side"
+            )
         g = grad.to(torch.float32)
         return g @ self.ortho.t() if self.side == "right" else self.ortho.t() @ g
 
