@@ -199,32 +199,40 @@ _FIRST_PRODUCTS = """
 """
 
 
-def test_inference_on_a_wide_x_near_the_limit_is_a_memory_error() -> None:
-    # Found by a probe: each aborted the process (SIGABRT, "memory allocation of ... bytes failed")
-    # under a limit of footprint + 300 MB with X 300 × 60000. The rescaled copy of X, the per-split
-    # standardised rows and NIPALS' deflation copy were infallible. X takes 55% of the room; every
-    # route, learner and the estimator then needs about as much again.
+def _assert_inference_calls_are_memory_errors(calls: str, extra_setup: str = "") -> None:
+    """Run the inference ``calls`` (one lambda per line, inside ``report([...])``) in a child under the
+    memory limit with X (300 × p) taking 55% of the room: every one must end in a MemoryError."""
+    lines_in = [line.strip() for line in textwrap.dedent(calls).strip().splitlines()]
     out = _run("""
         import thrifty.inference as ti
         n = 300
         p = int(0.55 * room / 8 / n)
         X = rng.standard_normal((n, p))
         y = X[:, 0] + rng.standard_normal(n)
+        {extra}
         report([
-            lambda: subspace_test(X, y, n_components=3, random_state=0),
-            lambda: subspace_test(X, y, n_components=3, method="jackknife", random_state=0),
-            lambda: subspace_test(X, y, n_components=3, method="cv-permutation-q2", n_perm=5, random_state=0),
-            lambda: subspace_test(
-                X, y, n_components=2, learner="spls", rotate="varimax", method="cv-permutation-q2", n_perm=5,
-                random_state=0,
-            ),
-            lambda: subspace_test(X, np.c_[y, y * y], n_components=2, method="nb", random_state=0),
-            lambda: ti.select_n_components(X, y, k_max=10),
-            lambda: ti.PLSInference(3).fit(X, y),
+            {calls}
         ])
-    """, timeout=300)
+    """.format(extra=extra_setup, calls="\n            ".join(lines_in)), timeout=300)
     lines = out.strip().splitlines()
-    assert len(lines) == 7 and all(line.startswith("MemoryError") for line in lines), out
+    count = sum(line.startswith("lambda") for line in lines_in)
+    assert len(lines) == count and all(line.startswith("MemoryError") for line in lines), out
+
+
+def test_inference_on_a_wide_x_near_the_limit_is_a_memory_error() -> None:
+    # Found by a probe: each aborted the process (SIGABRT, "memory allocation of ... bytes failed")
+    # under a limit of footprint + 300 MB with X 300 × 60000. The rescaled copy of X, the per-split
+    # standardised rows and NIPALS' deflation copy were infallible. X takes 55% of the room; every
+    # route, learner and the estimator then needs about as much again.
+    _assert_inference_calls_are_memory_errors("""
+        lambda: subspace_test(X, y, n_components=3, random_state=0),
+        lambda: subspace_test(X, y, n_components=3, method="jackknife", random_state=0),
+        lambda: subspace_test(X, y, n_components=3, method="cv-permutation-q2", n_perm=5, random_state=0),
+        lambda: subspace_test(X, y, n_components=2, learner="spls", rotate="varimax", method="cv-permutation-q2", n_perm=5, random_state=0),
+        lambda: subspace_test(X, np.c_[y, y * y], n_components=2, method="nb", random_state=0),
+        lambda: ti.select_n_components(X, y, k_max=10),
+        lambda: ti.PLSInference(3).fit(X, y),
+    """)
 
 
 def test_the_smaller_inference_buffers_near_the_limit_are_a_memory_error() -> None:
@@ -232,24 +240,13 @@ def test_the_smaller_inference_buffers_near_the_limit_are_a_memory_error() -> No
     # copy of the rows and the resamples of rotation_stability aborted (SIGABRT, "memory allocation
     # of 180000000 bytes failed"); PLS2 with a wide Y and the two-block test raised PanicException
     # (an m × m Gram matrix of 180 GB, a p × q cross matrix of 45 GB, both infallible in faer).
-    out = _run("""
-        import thrifty.inference as ti
-        n = 300
-        p = int(0.55 * room / 8 / n)
-        X = rng.standard_normal((n, p))
-        y = X[:, 0] + rng.standard_normal(n)
-        Xs = rng.standard_normal((n, 40))
-        half = p // 2
-        report([
-            lambda: subspace_test(X, y, n_components=3, learner="spls", spls_keep=100, random_state=0),
-            lambda: ti.rotation_stability(X, y, 3, n_boot=5, random_state=0),
-            lambda: ti.pls_svd_test(X[:, :half], X[:, half:], 2, random_state=0),
-            lambda: ti.pls_svd_test(X[:, :half], X[:, half:], 2, method="nb-permutation", n_perm=20, random_state=0),
-            lambda: subspace_test(Xs, X, n_components=2, method="nb", random_state=0),
-        ])
-    """, timeout=300)
-    lines = out.strip().splitlines()
-    assert len(lines) == 5 and all(line.startswith("MemoryError") for line in lines), out
+    _assert_inference_calls_are_memory_errors("""
+        lambda: subspace_test(X, y, n_components=3, learner="spls", spls_keep=100, random_state=0),
+        lambda: ti.rotation_stability(X, y, 3, n_boot=5, random_state=0),
+        lambda: ti.pls_svd_test(X[:, :half], X[:, half:], 2, random_state=0),
+        lambda: ti.pls_svd_test(X[:, :half], X[:, half:], 2, method="nb-permutation", n_perm=20, random_state=0),
+        lambda: subspace_test(Xs, X, n_components=2, method="nb", random_state=0),
+    """, extra_setup="Xs = rng.standard_normal((n, 40)); half = p // 2")
 
 
 def test_inference_takes_well_scaled_data_without_a_copy() -> None:

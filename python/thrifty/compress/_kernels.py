@@ -404,8 +404,7 @@ def _compress_op(
         _fallback_compress(xr, u, proj, coef, block, k, bits, bool(stochastic), seed, outs)
         return outs
     bad = lib.compress(*args[:-1], where=_cpu_exec())  # args[-1] keeps Uᵀ alive during the call
-    if bad and (e := pow2_exponent(x)) != 0 and abs(e) > 8:
-
+    if bad and abs(e := pow2_exponent(x)) > 8:
         # finite activations so small (subnormal) or so large that a block's quantisation step over- or
         # underflows: compress them rescaled by an exact power of two and scale the outputs back
         outs = _compress_op(ldexp(x, -e), u, None if xu is None else ldexp(xu, -e), coef, block, k, bits,
