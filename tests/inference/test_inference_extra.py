@@ -155,6 +155,28 @@ def test_pls_svd_split_statistic_matches_a_reference():
         assert res.test.r[j] == pytest.approx(ref, abs=1e-10)
 
 
+def test_pls_svd_on_blocks_wider_than_the_rows_matches_the_svd():
+    # both blocks wider than the train rows take the n_tr × n_tr route (no p × q cross matrix): the
+    # per-split r, the weights fitted on all rows and the singular values are still those of the SVD
+    rng = np.random.default_rng(12)
+    n, p, q = 30, 60, 45
+    X, Y = rng.normal(size=(n, p)), rng.normal(size=(n, q))
+    Y[:, 1] += X[:, 0] + X[:, 5]
+    res = pls_svd_test(X, Y, 3, n_perm=9, n_splits=6, random_state=4)
+    for j, train in enumerate(res.test.train_indices):
+        test = np.setdiff1d(np.arange(n), train)
+        mx, sx, my, sy = X[train].mean(0), X[train].std(0), Y[train].mean(0), Y[train].std(0)
+        U, _, Vt = np.linalg.svd(((X[train] - mx) / sx).T @ ((Y[train] - my) / sy))
+        ref = np.corrcoef((X[test] - mx) / sx @ U[:, 0], (Y[test] - my) / sy @ Vt[0])[0, 1]
+        assert res.test.r[j] == pytest.approx(ref, abs=1e-9)
+    U, S, Vt = np.linalg.svd(_standardise(X).T @ _standardise(Y))
+    for a in range(3):
+        sign = np.sign(U[np.argmax(np.abs(U[:, a])), a])
+        np.testing.assert_allclose(res.x_weights[:, a], sign * U[:, a], atol=1e-8)
+        np.testing.assert_allclose(res.y_weights[:, a], sign * Vt[a], atol=1e-8)
+    np.testing.assert_allclose(res.singular_values, S[:3] / n, rtol=1e-10)
+
+
 def test_pls_svd_finds_a_shared_factor_and_reproduces():
     rng = np.random.default_rng(7)
     z = rng.normal(size=120)
@@ -179,12 +201,17 @@ def test_pls_svd_nb_needs_force():
     assert pls_svd_test(X, Y, method="nb", force=True, random_state=0).method == "nb"
 
 
-@pytest.mark.parametrize("design", ["iid", "decaying", "single-factor"])
-def test_pls_svd_size_under_the_null_two_sided(design):
+@pytest.mark.parametrize(
+    "design, p, q",
+    # the last two: both blocks wider than the 20 train rows (the row-space route)
+    [("iid", 20, 4), ("decaying", 20, 4), ("single-factor", 20, 4), ("iid", 50, 35), ("single-factor", 35, 50)],
+)
+def test_pls_svd_size_under_the_null_two_sided(design, p, q):
     reps, hits = 200, 0
     rng = np.random.default_rng(99)
+    n = 60 if p < 30 else 40
     for i in range(reps):
-        X, Y = null_blocks(design, 60, 20, 4, rng)
+        X, Y = null_blocks(design, n, p, q, rng)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", GateWarning)  # the design gate fires on the decaying X
             res = pls_svd_test(X, Y, n_perm=19, n_splits=10, random_state=i, n_jobs=1)

@@ -249,6 +249,24 @@ def test_the_smaller_inference_buffers_near_the_limit_are_a_memory_error() -> No
     """, extra_setup="Xs = rng.standard_normal((n, 40)); half = p // 2")
 
 
+def test_two_wide_blocks_are_tested_without_their_cross_matrix() -> None:
+    # Found by a probe (2026-12-07): pls_svd_test with X and Y both 300 × 75000 needed the p × q cross
+    # matrix (45 GB; a MemoryError since 8b21b37, a PanicException before), although it has rank below
+    # the train rows. Blocks wider than the train rows now take the n_tr × n_tr route: here 300 × 8000
+    # each, whose cross matrix (512 MB) is larger than the whole room, on both references.
+    out = _run("""
+        import thrifty.inference as ti
+        z = rng.standard_normal(300)
+        X = rng.standard_normal((300, 8000)); X[:, :40] += z[:, None]
+        Y = rng.standard_normal((300, 8000)); Y[:, :40] += z[:, None]
+        for kw in ({"n_perm": 19, "n_splits": 5}, {"method": "nb", "force": True, "n_splits": 5}):
+            res = ti.pls_svd_test(X, Y, 2, random_state=0, **kw)
+            print(res.pvalue <= 0.05, res.x_weights.shape, round(float(np.abs(res.x_weights[:40, 0]).sum()), 1))
+    """, timeout=300)
+    lines = out.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("True (8000, 2)") for line in lines), out
+
+
 def test_inference_takes_well_scaled_data_without_a_copy() -> None:
     # the data as the core sees them are the caller's array when no rescaling is needed (a copy as
     # large as X was the first thing to run out of memory); a rescaled one is a new array

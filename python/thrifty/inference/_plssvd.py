@@ -118,7 +118,9 @@ def _route(xs: FloatArray, method: Any, force: Any) -> tuple[Route, str | None]:
 
 def _null(xs: FloatArray, ys: FloatArray, trains: list[IntArray], seed: int, B: int, jobs: int | None) -> FloatArray:
     out = np.empty(B)
-    chunk = max(1, _perm_chunk(B, xs.shape[0] * ys.shape[1], False))
+    # the core keeps a chunk's permutations (count × n indices), not permuted copies of Y, and prepares
+    # X and, on the row-space route, its Gram root once per split and call: chunks bound the indices only
+    chunk = max(1, _perm_chunk(B, xs.shape[0], False))
     for start in range(0, B, chunk):
         count = min(chunk, B - start)
         out[start : start + count] = _core.inference_plssvd_permutation(xs, ys, trains, seed, start, count, jobs)
@@ -148,6 +150,11 @@ def pls_svd_test(
     NB-asymptotic test averages ``atanh(r)`` and applies the Nadeau–Bengio corrected t (one-sided);
     the NB-permutation test shuffles the rows of Y against X with the splits held fixed,
     ``p = (1 + #{mean z* >= mean z}) / (n_perm + 1)``, exact under row exchangeability.
+
+    When both blocks are wider than the train rows, the pair comes from train-row Gram matrices
+    (n_tr × n_tr) and the p × q cross matrix is never formed: memory follows ``n * (p + q)``, time
+    ``n_tr**2 * (p + q)`` per split and permutation (X and Y of 300 × 75000 each: about 10 s for the
+    NB-asymptotic test here).
 
     Parameters
     ----------

@@ -11,7 +11,9 @@
 //! `perm::permutation(n, seed, b)`, as everywhere in the inference core).
 //!
 //! The first pair comes from the eigenvector of the smaller Gram matrix (CᵀC when q ≤ p, else CCᵀ),
-//! so a split costs n_tr·p·q for C plus min(p, q)³.
+//! so a split costs n_tr·p·q for C plus min(p, q)³. When both blocks are wider than the train rows
+//! (`rows_route`) C has rank below n_tr and is never formed: the pair comes from n_tr × n_tr Gram
+//! matrices (`RowSide`), n_tr²·(p + q) plus a few n_tr³.
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -20,6 +22,8 @@ use crate::inference::fit::{prepare, wcorr, Data, Prepared};
 use crate::inference::splits::{check_budget, Split};
 use crate::inference::splits::{mean_z_defined, permutation};
 use crate::linalg::{sym_eigen, x_v};
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Mat, MatRef, Par};
 
 /// Two blocks of the same rows: `x` is row-major n×p, `y` row-major n×q, both finite.
 #[derive(Clone, Copy, Debug)]
@@ -106,8 +110,6 @@ const CROSS: &str = "the cross-covariance matrix X'Y (p × q)";
 
 /// C = X̃ᵀỸ (p×q, row-major) of prepared train parts.
 fn cross(xp: &Prepared, yp: &Prepared) -> Result<Vec<f64>> {
-    use faer::linalg::matmul::matmul;
-    use faer::{Accum, Par};
     crate::alloc::ensure_fits(CROSS, 16.0 * xp.p as f64 * yp.p as f64)?;
     let xm = crate::linalg::view(&xp.xs_tr, xp.n_tr, xp.p);
     let ym = crate::linalg::view(&yp.xs_tr, yp.n_tr, yp.p);
@@ -118,7 +120,13 @@ fn cross(xp: &Prepared, yp: &Prepared) -> Result<Vec<f64>> {
 
 /// Held-out latent correlation of one split from prepared blocks (NaN where undefined: no
 /// covariance between the train blocks, or a constant held-out score).
-fn split_stat(xp: &Prepared, yp: &Prepared) -> Result<f64> {
+fn split_stat(xp: &Prepared, yp: &Prepared, cancel: &AtomicBool) -> Result<f64> {
+    if rows_route(xp.n_tr, xp.p, yp.p) {
+        let (xm, ym) = (crate::linalg::view(&xp.xs_tr, xp.n_tr, xp.p), crate::linalg::view(&yp.xs_tr, yp.n_tr, yp.p));
+        let side = RowSide::new(xm, cancel)?;
+        let (pairs, defined) = side.top_pairs(xm, ym, 1, cancel)?;
+        return Ok(held_out_r(&pairs, defined, &xp.xs_te, &yp.xs_te, xp.p, yp.p, &xp.w_te));
+    }
     let c = cross(xp, yp)?;
     stat_from_cross(&c, &xp.xs_te, &yp.xs_te, xp.p, yp.p, &xp.w_te)
 }
@@ -126,15 +134,150 @@ fn split_stat(xp: &Prepared, yp: &Prepared) -> Result<f64> {
 /// The split statistic from the train cross matrix `c` (p×q row-major) and the standardised test
 /// rows of both blocks (shared by the observed and the permutation paths).
 fn stat_from_cross(c: &[f64], xte: &[f64], yte: &[f64], p: usize, q: usize, w_te: &[f64]) -> Result<f64> {
-    let (u, v, s) = top_pairs(c, p, q, 1)?;
+    let pairs = top_pairs(c, p, q, 1)?;
     let cmax = c.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    if s.is_empty() || !(s[0] > 1e-12 * cmax) || s[0] == 0.0 {
-        return Ok(f64::NAN);
+    let s = &pairs.2;
+    let defined = !s.is_empty() && s[0] > 1e-12 * cmax && s[0] != 0.0;
+    Ok(held_out_r(&pairs, defined, xte, yte, p, q, w_te))
+}
+
+/// r = cor(X̃_te u₁, Ỹ_te v₁) of the first pair (test rows row-major), NaN when the pair is not
+/// `defined` (no covariance between the train blocks).
+fn held_out_r(pairs: &Pairs, defined: bool, xte: &[f64], yte: &[f64], p: usize, q: usize, w_te: &[f64]) -> f64 {
+    if !defined {
+        return f64::NAN;
     }
     let n_te = w_te.len();
-    let a = x_v(xte, n_te, p, &u[0]);
-    let b = x_v(yte, n_te, q, &v[0]);
-    Ok(wcorr(&a, &b, w_te))
+    let a = x_v(xte, n_te, p, &pairs.0[0]);
+    let b = x_v(yte, n_te, q, &pairs.1[0]);
+    wcorr(&a, &b, w_te)
+}
+
+/// Both blocks wider than the train rows: the pairs come from n_tr × n_tr Gram matrices
+/// ([`RowSide`]) instead of the p × q cross matrix, which then has rank at most n_tr and can be far
+/// larger than the machine (300 rows of 75000 and 75000 columns: 45 GB). Narrower blocks keep the
+/// cross-matrix route (and its results bit for bit).
+fn rows_route(n_tr: usize, p: usize, q: usize) -> bool {
+    p.min(q) > n_tr
+}
+
+/// What the n-space route's matrices are called in an out-of-memory error.
+const ROWS: &str = "the row-space Gram matrices of the two blocks (n_tr × n_tr)";
+
+/// X's half of the n-space route, shared by every permutation of a split: S = (X̃X̃ᵀ)^{1/2}
+/// (n_tr × n_tr, the symmetric PSD root) and tr(X̃X̃ᵀ) = ‖X̃‖²_F.
+///
+/// With Kʏ = ỸỸᵀ, M = S Kʏ S has the nonzero eigenvalues of CᵀC (C = X̃ᵀỸ), and an eigenvector w
+/// of M gives v ∝ Ỹᵀ S w, an eigenvector of CᵀC = Ỹᵀ S² Ỹ (CᵀC Ỹᵀ S w = Ỹᵀ S (S Kʏ S) w); then u ∝ C v =
+/// X̃ᵀ(Ỹ v). No p × q or p × p matrix is formed: a split costs n_tr²(p + q) plus three n_tr³.
+struct RowSide {
+    s: Mat<f64>,
+    trace: f64,
+}
+
+impl RowSide {
+    fn new(x: MatRef<'_, f64>, cancel: &AtomicBool) -> Result<Self> {
+        let n = x.nrows();
+        crate::alloc::ensure_fits(ROWS, 8.0 * 7.0 * (n as f64).powi(2))?;
+        let k = gram_rows(x)?;
+        let trace = (0..n).map(|i| k[(i, i)]).sum();
+        let (vals, vecs) = sym_eigen(&crate::linalg::try_row_major(k.as_ref())?, n, cancel)?;
+        let e = crate::linalg::view(&vecs, n, n);
+        let mut er = crate::alloc::try_mat(ROWS, n, n)?;
+        for j in 0..n {
+            let r = vals[j].max(0.0).sqrt();
+            for i in 0..n {
+                er[(i, j)] = e[(i, j)] * r;
+            }
+        }
+        let mut s = crate::alloc::try_mat(ROWS, n, n)?;
+        matmul(s.as_mut(), Accum::Replace, er.as_ref(), e.transpose(), 1.0, Par::Seq);
+        Ok(RowSide { s, trace })
+    }
+
+    /// The first `k` pairs of X̃ᵀỸ (as [`top_pairs`]: unit U and V columns, σ, the largest-|entry| of
+    /// each U column positive) from the train rows `x` (n_tr × p) and `y` (n_tr × q), and whether the
+    /// first is defined: σ₁² above 1e-12 ‖X̃‖²_F ‖Ỹ‖²_F (the eigensolve of M is accurate to about
+    /// ε n_tr ‖X̃‖²‖Ỹ‖², so a smaller σ₁ is rounding).
+    fn top_pairs(
+        &self,
+        x: MatRef<'_, f64>,
+        y: MatRef<'_, f64>,
+        k: usize,
+        cancel: &AtomicBool,
+    ) -> Result<(Pairs, bool)> {
+        let n = x.nrows();
+        let ky = gram_rows(y)?;
+        let trace_y: f64 = (0..n).map(|i| ky[(i, i)]).sum();
+        let mut t = crate::alloc::try_mat(ROWS, n, n)?;
+        matmul(t.as_mut(), Accum::Replace, self.s.as_ref(), ky.as_ref(), 1.0, Par::Seq);
+        drop(ky);
+        let mut m = crate::alloc::try_mat(ROWS, n, n)?;
+        matmul(m.as_mut(), Accum::Replace, t.as_ref(), self.s.as_ref(), 1.0, Par::Seq);
+        drop(t);
+        let (vals, vecs) = sym_eigen(&crate::linalg::try_row_major(m.as_ref())?, n, cancel)?;
+        let defined = n > 0 && vals[n - 1] > 1e-12 * self.trace * trace_y && vals[n - 1] > 0.0;
+        let (mut us, mut vs, mut ss) = (Vec::with_capacity(k), Vec::with_capacity(k), Vec::with_capacity(k));
+        for a in 0..k.min(n) {
+            let col = n - 1 - a; // eigenvalues ascend
+            let w: Vec<f64> = (0..n).map(|i| vecs[i * n + col]).collect();
+            let sw = mat_vec(self.s.as_ref(), &w);
+            let mut v = unit(mat_vec(y.transpose(), &sw));
+            let mut u = unit(mat_vec(x.transpose(), &mat_vec(y, &v)));
+            let big = u.iter().copied().fold(0.0f64, |acc, x| if x.abs() > acc.abs() { x } else { acc });
+            if big < 0.0 {
+                u.iter_mut().for_each(|x| *x = -*x);
+                v.iter_mut().for_each(|x| *x = -*x);
+            }
+            us.push(u);
+            vs.push(v);
+            ss.push(vals[col].max(0.0).sqrt());
+        }
+        Ok(((us, vs, ss), defined))
+    }
+}
+
+/// A Aᵀ (rows × rows) of a train block, allocated fallibly: the lower triangle by one product (half
+/// the flops of a full one, the cost of a permutation on this route), mirrored.
+fn gram_rows(a: MatRef<'_, f64>) -> Result<Mat<f64>> {
+    use faer::linalg::matmul::triangular::{matmul as tri_matmul, BlockStructure};
+    let n = a.nrows();
+    let mut g = crate::alloc::try_mat(ROWS, n, n)?;
+    let full = BlockStructure::Rectangular;
+    tri_matmul(
+        g.as_mut(),
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        a,
+        full,
+        a.transpose(),
+        full,
+        1.0,
+        Par::Seq,
+    );
+    for j in 1..n {
+        for i in 0..j {
+            g[(i, j)] = g[(j, i)];
+        }
+    }
+    Ok(g)
+}
+
+/// a v for a matrix view `a` (any layout).
+fn mat_vec(a: MatRef<'_, f64>, v: &[f64]) -> Vec<f64> {
+    let mut out = Mat::<f64>::zeros(a.nrows(), 1);
+    matmul(out.as_mut(), Accum::Replace, a, MatRef::from_column_major_slice(v, v.len(), 1), 1.0, Par::Seq);
+    (0..a.nrows()).map(|i| out[(i, 0)]).collect()
+}
+
+/// `v / ‖v‖` (a zero vector stays zero).
+fn unit(v: Vec<f64>) -> Vec<f64> {
+    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if norm > 0.0 {
+        v.into_iter().map(|x| x / norm).collect()
+    } else {
+        v
+    }
 }
 
 /// Permutations per batched cross-matrix GEMM (bounds the scratch to n_tr·q·BATCH values and sets
@@ -196,7 +339,7 @@ pub fn split_correlations(bl: &Blocks<'_>, splits: &[Split], cancel: &AtomicBool
             if cancel.load(Ordering::Relaxed) {
                 return Err(ThriftyError::Interrupted);
             }
-            split_stat(&prepare(&dx, &s.train, &s.test, true)?, &prepare(&dy, &s.train, &s.test, true)?)
+            split_stat(&prepare(&dx, &s.train, &s.test, true)?, &prepare(&dy, &s.train, &s.test, true)?, cancel)
         })
         .collect()
 }
@@ -224,11 +367,12 @@ pub fn permutation_null(
     let per_split: Vec<Vec<f64>> = splits
         .par_iter()
         .map(|s| {
-            use faer::linalg::matmul::matmul;
-            use faer::{Accum, MatRef, Par};
             let xp = prepare(&dx, &s.train, &s.test, true)?;
             let (n_tr, n_te, p) = (xp.n_tr, xp.n_te, xp.p);
             let xm = crate::linalg::view(&xp.xs_tr, n_tr, p);
+            if rows_route(n_tr, p, q) {
+                return rows_null(bl, &xp, &s.train, &s.test, &perms, cancel);
+            }
             let nb = BATCH.min(count.max(1)).min((BATCH_CROSS_VALUES / (p * q).max(1)).max(1));
             let what = "the permuted blocks of a batch";
             let mut ytr = crate::alloc::try_zeroed(what, n_tr * q * nb)?;
@@ -269,6 +413,40 @@ pub fn permutation_null(
     Ok((0..count).map(|b| mean_z_defined(per_split.iter().map(|r| r[b]))).collect())
 }
 
+/// The permutation statistics of one split on the n-space route: S from X's train rows once, then per
+/// permutation Y's permuted rows standardised and the first pair from [`RowSide::top_pairs`].
+fn rows_null(
+    bl: &Blocks<'_>,
+    xp: &Prepared,
+    train0: &[usize],
+    test0: &[usize],
+    perms: &[Vec<usize>],
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
+    let (n_tr, n_te, p, q) = (xp.n_tr, xp.n_te, xp.p, bl.q);
+    let xm = crate::linalg::view(&xp.xs_tr, n_tr, p);
+    let side = RowSide::new(xm, cancel)?;
+    let what = "the permuted blocks of a batch";
+    let mut ytr = crate::alloc::try_zeroed(what, n_tr * q)?;
+    let mut yte = crate::alloc::try_zeroed(what, n_te * q)?;
+    let (mut train, mut test) = (Vec::with_capacity(n_tr), Vec::with_capacity(n_te));
+    let mut out = Vec::with_capacity(perms.len());
+    for perm in perms {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(ThriftyError::Interrupted);
+        }
+        train.clear();
+        train.extend(train0.iter().map(|&i| perm[i]));
+        test.clear();
+        test.extend(test0.iter().map(|&i| perm[i]));
+        standardise_y(bl.y, q, &train, &test, &mut ytr, n_tr, 0, &mut yte);
+        let ym = MatRef::from_column_major_slice(&ytr, n_tr, q);
+        let (pairs, defined) = side.top_pairs(xm, ym, 1, cancel)?;
+        out.push(held_out_r(&pairs, defined, &xp.xs_te, &yte, p, q, &xp.w_te));
+    }
+    Ok(out)
+}
+
 /// PLS-SVD on all rows: X weights U (p×k), Y weights V (q×k), singular values of X̃ᵀỸ / n (the
 /// covariances of the latent pairs), and the standardisation moments.
 pub struct PlsSvdFit {
@@ -292,8 +470,14 @@ pub fn fit(bl: &Blocks<'_>, k: usize) -> Result<PlsSvdFit> {
     let all: Vec<usize> = (0..bl.n).collect();
     let xp = prepare(&bl.block(false), &all, &[], true)?;
     let yp = prepare(&bl.block(true), &all, &[], true)?;
-    let c = cross(&xp, &yp)?;
-    let (u, v, s) = top_pairs(&c, bl.p, bl.q, k)?;
+    // the n-space route has at most n − 1 nonzero pairs (centred blocks): k ≥ n keeps the cross matrix
+    let (u, v, s) = if rows_route(bl.n, bl.p, bl.q) && k < bl.n {
+        let never = AtomicBool::new(false);
+        let (xm, ym) = (crate::linalg::view(&xp.xs_tr, bl.n, bl.p), crate::linalg::view(&yp.xs_tr, bl.n, bl.q));
+        RowSide::new(xm, &never)?.top_pairs(xm, ym, k, &never)?.0
+    } else {
+        top_pairs(&cross(&xp, &yp)?, bl.p, bl.q, k)?
+    };
     let row_major =
         |cols: &[Vec<f64>], r: usize| -> Vec<f64> { (0..r).flat_map(|i| cols.iter().map(move |col| col[i])).collect() };
     let sd = |sc: &[f64]| -> Vec<f64> { sc.iter().map(|&s| if s.is_finite() { s } else { 0.0 }).collect() };
@@ -351,6 +535,7 @@ mod tests {
                     split_stat(
                         &prepare(&dx, &s.train, &s.test, true).unwrap(),
                         &prepare(&dy, &s.train, &s.test, true).unwrap(),
+                        &AtomicBool::new(false),
                     )
                     .unwrap()
                 }))
@@ -388,6 +573,99 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Blocks with some shared signal (and, for `constant`, a constant Y column).
+    fn blocks(seed: u64, n: usize, p: usize, q: usize, constant: bool) -> (Vec<f64>, Vec<f64>) {
+        let mut st = seed;
+        let x: Vec<f64> = (0..n * p).map(|_| lcg(&mut st)).collect();
+        let mut y: Vec<f64> = (0..n * q).map(|_| lcg(&mut st)).collect();
+        for i in 0..n {
+            y[i * q] += 0.7 * x[i * p];
+            if constant {
+                y[i * q + 1] = 2.5;
+            }
+        }
+        (x, y)
+    }
+
+    #[test]
+    fn the_row_space_route_gives_the_cross_matrix_pairs() {
+        // both blocks wider than the rows: the pairs from the n × n Grams are the SVD's of X̃ᵀỸ
+        for (seed, n, p, q, k) in [(5u64, 12, 30, 20, 3), (6, 9, 14, 40, 2), (7, 16, 17, 17, 4)] {
+            let (x, y) = blocks(seed, n, p, q, seed == 6);
+            let bl = Blocks::new(&x, &y, n, p, q).unwrap();
+            let all: Vec<usize> = (0..n).collect();
+            let xp = prepare(&bl.block(false), &all, &[], true).unwrap();
+            let yp = prepare(&bl.block(true), &all, &[], true).unwrap();
+            let (u0, v0, s0) = top_pairs(&cross(&xp, &yp).unwrap(), p, q, k).unwrap();
+            let never = AtomicBool::new(false);
+            let (xm, ym) = (crate::linalg::view(&xp.xs_tr, n, p), crate::linalg::view(&yp.xs_tr, n, q));
+            let ((u1, v1, s1), defined) = RowSide::new(xm, &never).unwrap().top_pairs(xm, ym, k, &never).unwrap();
+            assert!(defined);
+            for a in 0..k {
+                assert!((s0[a] - s1[a]).abs() <= 1e-9 * s0[0], "seed {seed} σ{a}: {} vs {}", s0[a], s1[a]);
+                for (b0, b1) in u0[a].iter().zip(&u1[a]).chain(v0[a].iter().zip(&v1[a])) {
+                    assert!((b0 - b1).abs() <= 1e-7, "seed {seed} pair {a}: {b0} vs {b1}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_row_space_route_tests_as_the_cross_matrix_route() {
+        // per-split r and the permutation null on wide blocks agree with the p × q computation
+        for (seed, n, p, q) in [(8u64, 20, 25, 30), (9, 15, 40, 12), (10, 18, 22, 22)] {
+            let (x, y) = blocks(seed, n, p, q, seed == 10);
+            let bl = Blocks::new(&x, &y, n, p, q).unwrap();
+            let splits = crate::inference::splits::draw_splits(n, 1, 6, seed).unwrap();
+            let never = AtomicBool::new(false);
+            let via_cross = |bl: &Blocks<'_>, s: &Split| {
+                let (xp, yp) = (
+                    prepare(&bl.block(false), &s.train, &s.test, true).unwrap(),
+                    prepare(&bl.block(true), &s.train, &s.test, true).unwrap(),
+                );
+                stat_from_cross(&cross(&xp, &yp).unwrap(), &xp.xs_te, &yp.xs_te, p, q, &xp.w_te).unwrap()
+            };
+            let rs = split_correlations(&bl, &splits, &never).unwrap();
+            let wide = splits.iter().filter(|s| rows_route(s.train.len(), p, q)).count();
+            assert!(wide > 0, "seed {seed}: no split takes the row-space route");
+            for (r, s) in rs.iter().zip(&splits) {
+                assert!((r - via_cross(&bl, s)).abs() <= 1e-8, "seed {seed}: {r} vs {}", via_cross(&bl, s));
+            }
+            let fast = permutation_null(&bl, &splits, seed, 0, 25, &never).unwrap();
+            for (b, f) in fast.iter().enumerate() {
+                let yb = permuted_rows(bl.y, q, &permutation(n, seed, b as u64));
+                let blb = Blocks::new(&x, &yb, n, p, q).unwrap();
+                let z = mean_z_defined(splits.iter().map(|s| via_cross(&blb, s)));
+                assert!((f - z).abs() <= 1e-8, "seed {seed} permutation {b}: {f} vs {z}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_row_space_route_calls_unrelated_blocks_undefined() {
+        // Y's only varying column is orthogonal to every X column on the train rows: X̃ᵀỸ = 0
+        let n = 8;
+        let (p, q) = (10, 12);
+        let xs: Vec<f64> = (0..n)
+            .flat_map(|i| {
+                (0..p).map(move |j| if i < 4 { (j + 1) as f64 } else { -((j + 1) as f64) }).collect::<Vec<_>>()
+            })
+            .collect();
+        let ys: Vec<f64> = (0..n)
+            .flat_map(|i| {
+                (0..q).map(move |j| if i % 2 == 0 { (j + 1) as f64 } else { -((j + 1) as f64) }).collect::<Vec<_>>()
+            })
+            .collect();
+        let all: Vec<usize> = (0..n).collect();
+        let bl = Blocks::new(&xs, &ys, n, p, q).unwrap();
+        let xp = prepare(&bl.block(false), &all, &[], true).unwrap();
+        let yp = prepare(&bl.block(true), &all, &[], true).unwrap();
+        let never = AtomicBool::new(false);
+        let (xm, ym) = (crate::linalg::view(&xp.xs_tr, n, p), crate::linalg::view(&yp.xs_tr, n, q));
+        let (_, defined) = RowSide::new(xm, &never).unwrap().top_pairs(xm, ym, 1, &never).unwrap();
+        assert!(!defined);
     }
 
     #[test]
