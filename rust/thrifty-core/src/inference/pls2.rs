@@ -10,14 +10,23 @@ use crate::linalg::{dot, x_v, xt_v};
 /// Row-major n×m response and its train-standardised, √w-scaled train part.
 fn standardise_y(y: &[f64], m: usize, rows: &[usize], w: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
     let sw: f64 = w.iter().sum();
-    let mut mean = vec![0.0; m];
-    let mut sd = vec![0.0; m];
-    for c in 0..m {
-        let mu = rows.iter().zip(w).map(|(&i, wi)| wi * y[i * m + c]).sum::<f64>() / sw;
-        let v = rows.iter().zip(w).map(|(&i, wi)| wi * (y[i * m + c] - mu).powi(2)).sum::<f64>() / sw;
-        mean[c] = mu;
-        sd[c] = v.sqrt();
+    // every column's sums accumulated row by row (Y is row-major; a column-wise sum reads it at
+    // stride m), over the rows in the same order from the same -0.0 as `Iterator::sum`: the values of
+    // the column-wise sums bit for bit
+    let mut mean = vec![-0.0; m];
+    for (&i, wi) in rows.iter().zip(w) {
+        for (mu, &yc) in mean.iter_mut().zip(&y[i * m..(i + 1) * m]) {
+            *mu += wi * yc;
+        }
     }
+    mean.iter_mut().for_each(|mu| *mu /= sw);
+    let mut sd = vec![-0.0; m];
+    for (&i, wi) in rows.iter().zip(w) {
+        for ((v, &yc), &mu) in sd.iter_mut().zip(&y[i * m..(i + 1) * m]).zip(&mean) {
+            *v += wi * (yc - mu).powi(2);
+        }
+    }
+    sd.iter_mut().for_each(|v| *v = (*v / sw).sqrt());
     if (0..m).all(|c| is_constant(mean[c], sd[c])) {
         return None;
     }
@@ -43,6 +52,9 @@ pub fn nipals2(
     k: usize,
     stop_early: bool,
 ) -> Result<(Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>)> {
+    if m == 0 {
+        return Err(ThriftyError::shape("Y", "must have at least one column"));
+    }
     let xnorm = dot(x, x).sqrt();
     let ynorm = dot(y, y).sqrt();
     let ymax0 = crate::inference::fit::max_abs(y);
@@ -56,10 +68,11 @@ pub fn nipals2(
         for i in 0..n {
             let xi = &x[i * p..(i + 1) * p];
             let yi = &y[i * m..(i + 1) * m];
-            for (j, &xv) in xi.iter().enumerate() {
+            for (gj, &xv) in g.chunks_exact_mut(m).zip(xi) {
                 if xv != 0.0 {
-                    for c in 0..m {
-                        g[j * m + c] += xv * yi[c];
+                    // zipped slices: the same sums in the same order, without bounds checks (vectorised)
+                    for (gc, &yc) in gj.iter_mut().zip(yi) {
+                        *gc += xv * yc;
                     }
                 }
             }
@@ -81,15 +94,24 @@ pub fn nipals2(
         if !(tt > 0.0) {
             return Err(ThriftyError::numerical("PLS2", "zero score vector"));
         }
-        let cvec: Vec<f64> = (0..m).map(|c| (0..n).map(|i| y[i * m + c] * t[i]).sum::<f64>() / tt).collect();
+        // Yᵀt / tt, accumulated row by row (Y is row-major: a column-wise sum reads Y at stride m, the
+        // cost of a wide Y); each column's sum runs over i in the same order from the same -0.0 as
+        // `Iterator::sum`, so the values are those of the column-wise sum bit for bit
+        let mut cvec = crate::alloc::try_filled("PLS2's Y loadings (m)", m, -0.0f64)?;
+        for (yi, &ti) in y.chunks_exact(m).zip(&t) {
+            for (cc, &yc) in cvec.iter_mut().zip(yi) {
+                *cc += yc * ti;
+            }
+        }
+        cvec.iter_mut().for_each(|c| *c /= tt);
         let mut pl = xt_v(x, n, p, &t);
         pl.iter_mut().for_each(|v| *v /= tt);
         for i in 0..n {
             for (xv, pv) in x[i * p..(i + 1) * p].iter_mut().zip(&pl) {
                 *xv -= t[i] * pv;
             }
-            for c in 0..m {
-                y[i * m + c] -= t[i] * cvec[c];
+            for (yc, &cc) in y[i * m..(i + 1) * m].iter_mut().zip(&cvec) {
+                *yc -= t[i] * cc;
             }
         }
         ws.push(w);
@@ -199,13 +221,22 @@ pub fn pls2_split_correlations(
             let mut pred = crate::alloc::try_with_capacity(held_out, prep.n_te * m)?;
             let mut obs = crate::alloc::try_with_capacity(held_out, prep.n_te * m)?;
             let mut wv = crate::alloc::try_with_capacity(held_out, prep.n_te * m)?;
+            // a test row's predictions for all columns at once, summed over j in order from -0.0 (the
+            // column-wise `Iterator::sum`'s values, without reading coef at stride m)
+            let mut row_pred = crate::alloc::try_filled(held_out, m, -0.0f64)?;
             for (a, &i) in s.test.iter().enumerate() {
                 let row = &prep.xs_te[a * prep.p..(a + 1) * prep.p];
+                row_pred.iter_mut().for_each(|v| *v = -0.0);
+                for (&xj, cj) in row.iter().zip(coef.chunks_exact(m)) {
+                    for (v, &cc) in row_pred.iter_mut().zip(cj) {
+                        *v += xj * cc;
+                    }
+                }
                 for c in 0..m {
                     if sd[c].is_infinite() {
                         continue;
                     }
-                    pred.push((0..prep.p).map(|j| row[j] * coef[j * m + c]).sum::<f64>());
+                    pred.push(row_pred[c]);
                     obs.push((y[i * m + c] - mean[c]) / sd[c]);
                     wv.push(prep.w_te[a]);
                 }
@@ -312,6 +343,24 @@ mod tests {
         assert!((dot(&wide, &wide).sqrt() - sigma).abs() < 1e-12 * sigma);
         for j in 0..p {
             assert!((wide[j] - sign * via_v[j]).abs() < 1e-12 * sigma, "{j}: {} vs {}", wide[j], via_v[j]);
+        }
+    }
+
+    #[test]
+    fn row_wise_moments_are_the_column_wise_sums_bit_for_bit() {
+        // standardise_y accumulates by rows; the recorded fixtures were computed column by column
+        let (n, m) = (13, 9);
+        let y: Vec<f64> =
+            (0..n * m).map(|i| ((i * 41 % 19) as f64 - 9.0) / 3.0 + (i as f64 * 0.7).sin() * 1e3).collect();
+        let rows: Vec<usize> = (0..n).filter(|i| i % 3 != 1).collect();
+        let w: Vec<f64> = rows.iter().map(|&i| 0.5 + (i as f64 * 0.37).cos().abs()).collect();
+        let (mean, sd) = standardise_y(&y, m, &rows, &w).unwrap();
+        let sw: f64 = w.iter().sum();
+        for c in 0..m {
+            let mu = rows.iter().zip(&w).map(|(&i, wi)| wi * y[i * m + c]).sum::<f64>() / sw;
+            let v = rows.iter().zip(&w).map(|(&i, wi)| wi * (y[i * m + c] - mu).powi(2)).sum::<f64>() / sw;
+            assert_eq!(mean[c].to_bits(), mu.to_bits());
+            assert_eq!(sd[c].to_bits(), v.sqrt().to_bits());
         }
     }
 
