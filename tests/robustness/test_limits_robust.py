@@ -451,6 +451,27 @@ def test_orthonormalize_is_scale_free(scale: float, equilibrate: bool) -> None:
     np.testing.assert_allclose(Q @ Q.T, ref @ ref.T, atol=tol)
 
 
+@pytest.mark.parametrize("scale", [1e300, 1e-300, 2.0**-1000, 2.0**250])
+def test_greedy_map_on_features_is_scale_free(scale: float) -> None:
+    # Found by a probe (2026-12-07): greedy_map(features=F * 1e300, k=4) and F * 1e-300 selected
+    # nothing ("no remaining item has a positive gain"): the squares over- or underflowed. The
+    # argmax of det L_A over |A| = k is the same for every scale; log det moves by 2k log(scale).
+    import warnings
+
+    from thrifty.dpp import greedy_map
+
+    F = np.random.default_rng(4).standard_normal((60, 5))
+    ref = greedy_map(features=F, k=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ReducedRankWarning, no overflow warning
+        got = greedy_map(features=F * scale, k=4)
+    np.testing.assert_array_equal(got.indices, ref.indices)
+    assert got.log_det == pytest.approx(ref.log_det + 8 * np.log(scale), abs=1e-9)
+    with np.errstate(over="ignore", under="ignore"):
+        expected = ref.conditional_variances * np.float64(scale) ** 2
+    np.testing.assert_allclose(got.conditional_variances, expected, rtol=1e-12)
+
+
 def test_columns_of_wildly_different_scales_keep_their_directions() -> None:
     A = np.random.default_rng(3).standard_normal((200, 3))
     B = A * np.array([1e300, 1.0, 1e-300])

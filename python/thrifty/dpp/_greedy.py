@@ -33,7 +33,9 @@ class Selection:
         ``log det Σ_AA`` of the chosen set (with the nugget for mutual information).
     conditional_variances : ndarray of float64
         Variance of each chosen item given the previously chosen ones (the Cholesky pivots);
-        ``log_det = Σ log conditional_variances``.
+        ``log_det = Σ log conditional_variances``. For features scaled far outside 2^±200 (the
+        selection is scale-free and runs rescaled by a power of two) a variance beyond the float
+        range reads inf or 0; ``log_det`` stays exact.
     gains : ndarray of float64 or None
         Mutual-information gains ``½ log(σ²(y|A)/σ²(y|V∖(A∪y)))`` (mutual information only).
     requested : int
@@ -74,10 +76,18 @@ def _check_mode(check_input: Any) -> Literal["read", "full", "skip"]:
 
 def _result(out: Any, k: int) -> Selection:
     p = np.asarray(out["pivots"], dtype=np.float64)
+    log_det = float(np.sum(np.log(p)))
+    # features far outside 2^±200 ran rescaled by a power of two: the variances are p · 2^e (inf or
+    # 0 where not representable) and the log-determinant adds e·ln 2 per item exactly
+    e = int(out.get("pivot_exponent", 0))
+    if e:
+        log_det += p.size * e * float(np.log(2.0))
+        with np.errstate(over="ignore", under="ignore"):
+            p = np.ldexp(p, e)
     gains = out.get("gains")
     sel = Selection(
         np.asarray(out["indices"], dtype=np.int64),
-        float(np.sum(np.log(p))),
+        log_det,
         p,
         None if gains is None else np.asarray(gains, dtype=np.float64),
         k,

@@ -474,7 +474,7 @@ unsafe fn write_path(
     for (o, &i) in items.iter_mut().zip(&path.items) {
         *o = i as i64;
     }
-    piv[..path.pivots.len()].copy_from_slice(&path.pivots);
+    piv[..path.pivots.len()].copy_from_slice(&path.conditional_variances());
     put(n_out, path.items.len(), "n_selected_out")
 }
 

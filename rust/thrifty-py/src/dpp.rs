@@ -39,6 +39,8 @@ struct Basis<'py> {
 struct Path<'py> {
     indices: Idx<'py>,
     pivots: F64s<'py>,
+    /// the conditional variances are `pivots · 2^pivot_exponent` (0 unless the input was rescaled)
+    pivot_exponent: i32,
     gains: Option<F64s<'py>>,
 }
 
@@ -47,6 +49,7 @@ impl<'py> Path<'py> {
         Path {
             indices: indices(p.items).into_pyarray(py),
             pivots: p.pivots.into_pyarray(py),
+            pivot_exponent: p.pivot_exponent,
             gains: gains.map(|g| g.into_pyarray(py)),
         }
     }

@@ -147,8 +147,21 @@ pub fn entropy_factor<T: super::ortho::Dense>(
     ensure_matrix("features", v, n, p)?;
     super::ortho::finite("features", v)?;
     check_k(k, n)?;
-    let lev = super::ortho::leverage(v, n, p)?;
-    pivot::run(&mut FactorState::new(v, n, p, &lev), Mode::Argmax, k, tol, cancel)
+    // The selection is scale-free (det L_A scales by c^2k for V·c) but the squares of features
+    // beyond 2^±200 over- or underflow (at 1e±300 nothing was selected): such input runs rescaled
+    // by an exact power of two, and the path records the exponent of its pivots
+    let amax = v.iter().fold(0.0f64, |m, x| m.max(x.as_f64().abs()));
+    let e = if amax > 0.0 { amax.log2().floor() as i32 } else { 0 };
+    if e.abs() < super::ortho::SAFE_EXPONENT {
+        let lev = super::ortho::leverage(v, n, p)?;
+        return pivot::run(&mut FactorState::new(v, n, p, &lev), Mode::Argmax, k, tol, cancel);
+    }
+    let mut scaled = crate::alloc::try_with_capacity("the rescaled copy of the features", v.len())?;
+    scaled.extend(v.iter().map(|x| super::ortho::pow2_scale(x.as_f64(), e)));
+    let lev = super::ortho::leverage(&scaled, n, p)?;
+    let mut path = pivot::run(&mut FactorState::new(&scaled, n, p, &lev), Mode::Argmax, k, tol, cancel)?;
+    path.pivot_exponent = 2 * e;
+    Ok(path)
 }
 
 /// Greedy mutual-information selection (Krause et al.), with nugget `noise` > 0.

@@ -203,10 +203,10 @@ fn tsqr_bytes(n: usize, p: usize) -> f64 {
 }
 
 /// Exponents below and above which squares under- or overflow inside the factorisation.
-const SAFE_EXPONENT: i32 = 200;
+pub(crate) const SAFE_EXPONENT: i32 = 200;
 
 /// `v · 2^(-e)` in two exact steps (each factor representable even when `2^(-e)` alone is not).
-fn pow2_scale(v: f64, e: i32) -> f64 {
+pub(crate) fn pow2_scale(v: f64, e: i32) -> f64 {
     let h = e / 2;
     v * 2f64.powi(-h) * 2f64.powi(-(e - h))
 }

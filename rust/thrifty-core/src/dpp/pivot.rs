@@ -64,15 +64,31 @@ pub enum Mode<'a> {
 }
 
 /// The chosen items in order and their pivots (conditional variances); log det K_AA = Σ ln pivot.
+///
+/// `pivot_exponent` is 0 unless the loop ran on an input rescaled by a power of two (features far
+/// outside 2^±200, whose squares over- or underflow): the conditional variances are then
+/// `pivots · 2^pivot_exponent` ([`PivotPath::conditional_variances`], which may be ±0 or inf where
+/// they are not representable), and [`PivotPath::log_det`] adds the exponent exactly.
 #[derive(Clone, Debug, Default)]
 pub struct PivotPath {
     pub items: Vec<usize>,
     pub pivots: Vec<f64>,
+    pub pivot_exponent: i32,
 }
 
 impl PivotPath {
     pub fn log_det(&self) -> f64 {
-        self.pivots.iter().map(|p| p.ln()).sum()
+        let sum: f64 = self.pivots.iter().map(|p| p.ln()).sum();
+        if self.pivot_exponent == 0 {
+            return sum;
+        }
+        sum + self.pivots.len() as f64 * self.pivot_exponent as f64 * std::f64::consts::LN_2
+    }
+
+    /// The conditional variances in the input's units (`pivots` unless the input was rescaled).
+    pub fn conditional_variances(&self) -> Vec<f64> {
+        let e = self.pivot_exponent;
+        self.pivots.iter().map(|&v| crate::dpp::ortho::pow2_scale(v, -e)).collect()
     }
 }
 
