@@ -472,6 +472,23 @@ def test_greedy_map_on_features_is_scale_free(scale: float) -> None:
     np.testing.assert_allclose(got.conditional_variances, expected, rtol=1e-12)
 
 
+def test_an_l_ensemble_of_extreme_features_says_it_is_not_scale_free() -> None:
+    # Found by a probe (2026-12-07): LEnsemble(features=F * 1e300).sample() raised "numerical failure
+    # in SVD of the features: NoConvergence". An L-ensemble is not scale-free: features up to the
+    # float range are factorised rescaled (same sample as at 1e150, where every eigenvalue is ~1e300),
+    # eigenvalues beyond it are a ValueError naming the features, tiny ones give the empty set.
+    from thrifty.dpp import LEnsemble
+
+    F = np.random.default_rng(0).standard_normal((60, 5))
+    ref = sorted(LEnsemble(features=F * 1e150).sample(random_state=0))
+    assert len(ref) == 5
+    assert sorted(LEnsemble(features=F * 2.0**505).sample(random_state=0)) == ref
+    for scale in (1e200, 1e300):
+        with pytest.raises(ValueError, match="features.*not scale-free"):
+            LEnsemble(features=F * scale)
+    assert list(LEnsemble(features=F * 1e-300).sample(random_state=0)) == []
+
+
 def test_columns_of_wildly_different_scales_keep_their_directions() -> None:
     A = np.random.default_rng(3).standard_normal((200, 3))
     B = A * np.array([1e300, 1.0, 1e-300])

@@ -106,15 +106,32 @@ impl Spectrum {
         let (nf, df, kf) = (n as f64, d as f64, n.min(d) as f64);
         let what = "the SVD of the features (a copy, both factors and a workspace)";
         crate::alloc::ensure_fits(what, 8.0 * (2.0 * nf * df + 3.0 * nf * kf + 2.0 * df * kf))?;
-        let f: Vec<f64> =
-            crate::alloc::try_collect("a float64 copy of features", phi.iter().map(|&v| Real::as_f64(v)))?;
+        // features beyond 2^±200 are factorised rescaled by an exact power of two 2^e (their squares
+        // over- or underflow: at 1e300 the SVD did not converge) and σ² moved back by 2^2e
+        let amax = phi.iter().fold(0.0f64, |m, v| m.max(Real::as_f64(*v).abs()));
+        let e = if amax > 0.0 { amax.log2().floor() as i32 } else { 0 };
+        let e = if e.abs() < ortho::SAFE_EXPONENT { 0 } else { e };
+        let f: Vec<f64> = crate::alloc::try_collect(
+            "a float64 copy of features",
+            phi.iter().map(|&v| ortho::pow2_scale(Real::as_f64(v), e)),
+        )?;
         let svd = linalg::view(&f, n, d)
             .thin_svd()
             .map_err(|e| ThriftyError::numerical("SVD of the features", format!("{e:?}")))?;
         let k = n.min(d);
         let s: Vec<f64> = (0..k).map(|i| svd.S().column_vector()[i]).collect();
         let u = linalg::try_row_major(svd.U())?;
-        let vals: Vec<f64> = s.iter().map(|x| x * x).collect();
+        let vals: Vec<f64> = s.iter().map(|x| ortho::pow2_scale(x * x, -2 * e)).collect();
+        if vals.iter().any(|v| v.is_infinite()) {
+            let top = (s[0].log2() + e as f64) * 2.0;
+            return Err(ThriftyError::invalid(
+                "features",
+                format!(
+                    "L = ΦΦᵀ has an eigenvalue of about 2^{top:.0}, beyond the float64 range: an L-ensemble is \
+                     not scale-free (larger L favours larger sets), so the features must be rescaled"
+                ),
+            ));
+        }
         let lmax = vals.iter().cloned().fold(0.0, f64::max);
         let cols: Vec<usize> = (0..k).filter(|&j| vals[j] > EIG_RTOL * lmax).collect();
         build(n, vals, &u, k, cols)
