@@ -291,6 +291,7 @@ class DppBasis(TypedDict):
 class DppPath(TypedDict):
     indices: _I64
     pivots: _F64
+    pivot_exponent: int  # conditional variances are pivots * 2**pivot_exponent (0 unless rescaled)
     gains: _F64 | None
 
 class DppPartition(TypedDict):
