@@ -160,7 +160,9 @@ print.thrifty_coreset <- function(x, ...) {
 }
 
 .selection <- function(r) {
-  structure(list(indices = r$indices, log_det = sum(log(r$conditional_variances)),
+  # greedy_map's log det comes from the core (exact where extreme features' variances overflow)
+  log_det <- if (is.null(r$log_det)) sum(log(r$conditional_variances)) else r$log_det
+  structure(list(indices = r$indices, log_det = log_det,
                  conditional_variances = r$conditional_variances, gains = r$gains),
             class = "thrifty_selection")
 }

@@ -454,19 +454,26 @@ SEXP thrifty_r_coreset(SEXP x, SEXP m_, SEXP kernel, SEXP split, SEXP order, SEX
   return out;
 }
 
-static SEXP path_list(const int64_t *items, const double *piv, const double *gains, size_t len) {
-  const char *names[] = {"indices", "conditional_variances", "gains"};
-  SEXP out = PROTECT(named_list(gains ? 3 : 2, names));
+/* list(indices, conditional_variances[, gains][, log_det]): the optional parts where not NULL */
+static SEXP path_list(const int64_t *items, const double *piv, const double *gains, const double *log_det,
+                      size_t len) {
+  const char *names[4] = {"indices", "conditional_variances", NULL, NULL};
+  int n = 2;
+  if (gains) names[n++] = "gains";
+  if (log_det) names[n++] = "log_det";
+  SEXP out = PROTECT(named_list(n, names));
   SET_VECTOR_ELT(out, 0, one_based(items, len));
   SEXP pv = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)len));
   memcpy(REAL(pv), piv, len * sizeof(double));
   SET_VECTOR_ELT(out, 1, pv);
+  n = 2;
   if (gains) {
     SEXP gv = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)len));
     memcpy(REAL(gv), gains, len * sizeof(double));
-    SET_VECTOR_ELT(out, 2, gv);
+    SET_VECTOR_ELT(out, n++, gv);
     UNPROTECT(1);
   }
+  if (log_det) SET_VECTOR_ELT(out, n, Rf_ScalarReal(*log_det));
   UNPROTECT(2);
   return out;
 }
@@ -477,15 +484,18 @@ SEXP thrifty_r_select_entropy(SEXP cov, SEXP k_, SEXP tol, SEXP check) {
   double *piv = (double *)R_alloc(k, sizeof(double));
   check_status(thrifty_dpp_select_entropy(REAL(cov), n, THRIFTY_COL_MAJOR, k, Rf_asReal(tol), Rf_asInteger(check),
                                           items, piv, &nsel));
-  return path_list(items, piv, NULL, nsel);
+  return path_list(items, piv, NULL, NULL, nsel);
 }
 
 SEXP thrifty_r_greedy_map(SEXP features, SEXP k_, SEXP tol) {
   size_t n = (size_t)Rf_nrows(features), d = (size_t)Rf_ncols(features), k = as_size(k_), nsel = 0;
   int64_t *items = (int64_t *)R_alloc(k, sizeof(int64_t));
   double *piv = (double *)R_alloc(k, sizeof(double));
-  check_status(thrifty_dpp_greedy_map(REAL(features), n, d, THRIFTY_COL_MAJOR, k, Rf_asReal(tol), items, piv, &nsel));
-  return path_list(items, piv, NULL, nsel);
+  double log_det = 0.0;
+  check_status(
+      thrifty_dpp_greedy_map(REAL(features), n, d, THRIFTY_COL_MAJOR, k, Rf_asReal(tol), items, piv, &nsel, &log_det));
+  /* log det from the core: exact even where the variances of extreme features are not representable */
+  return path_list(items, piv, NULL, &log_det, nsel);
 }
 
 SEXP thrifty_r_select_mi(SEXP cov, SEXP k_, SEXP noise, SEXP check) {
@@ -494,7 +504,7 @@ SEXP thrifty_r_select_mi(SEXP cov, SEXP k_, SEXP noise, SEXP check) {
   double *piv = (double *)R_alloc(k, sizeof(double)), *gains = (double *)R_alloc(k, sizeof(double));
   check_status(thrifty_dpp_select_mutual_information(REAL(cov), n, THRIFTY_COL_MAJOR, k, Rf_asReal(noise),
                                                      Rf_asLogical(check), items, piv, gains, &nsel));
-  return path_list(items, piv, gains, nsel);
+  return path_list(items, piv, gains, NULL, nsel);
 }
 
 static const R_CallMethodDef call_methods[] = {

@@ -14,7 +14,7 @@
 
 // Version of this C ABI. Bumped whenever a signature, a struct layout or a constant changes
 // incompatibly; bindings compare it with the version they were written for.
-#define THRIFTY_ABI_VERSION 3
+#define THRIFTY_ABI_VERSION 4
 
 // Success.
 #define THRIFTY_OK 0
@@ -440,7 +440,9 @@ int32_t thrifty_dpp_select_entropy(const double *cov,
                                    uintptr_t *n_selected_out);
 
 // Greedy DPP MAP (≈ argmax_{|A|=k} det L_A) for L = ΦΦᵀ given the features Φ (n × d, `layout`),
-// without forming L. Outputs as `thrifty_dpp_select_entropy`. (`thrifty.dpp.greedy_map(features=)`)
+// without forming L. Outputs as `thrifty_dpp_select_entropy`, plus `*log_det_out` (may be NULL):
+// log det L_A, exact even where features far outside 2^±200 give conditional variances beyond the
+// float64 range (written as inf or 0). (`thrifty.dpp.greedy_map(features=)`)
 int32_t thrifty_dpp_greedy_map(const double *features,
                                uintptr_t n,
                                uintptr_t d,
@@ -449,7 +451,8 @@ int32_t thrifty_dpp_greedy_map(const double *features,
                                double tol,
                                int64_t *items_out,
                                double *pivots_out,
-                               uintptr_t *n_selected_out);
+                               uintptr_t *n_selected_out,
+                               double *log_det_out);
 
 // Greedy mutual-information selection (Krause, Singh & Guestrin) of k items from `cov` (n × n,
 // symmetric, either layout). `noise`: nugget added to the diagonal (0 = default 1e-6 · mean

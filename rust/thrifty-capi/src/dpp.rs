@@ -523,7 +523,9 @@ pub unsafe extern "C" fn thrifty_dpp_select_entropy(
 }
 
 /// Greedy DPP MAP (≈ argmax_{|A|=k} det L_A) for L = ΦΦᵀ given the features Φ (n × d, `layout`),
-/// without forming L. Outputs as `thrifty_dpp_select_entropy`. (`thrifty.dpp.greedy_map(features=)`)
+/// without forming L. Outputs as `thrifty_dpp_select_entropy`, plus `*log_det_out` (may be NULL):
+/// log det L_A, exact even where features far outside 2^±200 give conditional variances beyond the
+/// float64 range (written as inf or 0). (`thrifty.dpp.greedy_map(features=)`)
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn thrifty_dpp_greedy_map(
@@ -536,13 +538,18 @@ pub unsafe extern "C" fn thrifty_dpp_greedy_map(
     items_out: *mut i64,
     pivots_out: *mut f64,
     n_selected_out: *mut usize,
+    log_det_out: *mut f64,
 ) -> i32 {
     guard(|| {
         let f = matrix(features, n, d, layout, "features")?;
         let tol = check_tol(tol)?;
         positive(k, "k")?;
         let path = enter(None, |c| greedy::entropy_factor(&f[..], n, d, k, tol, c))?;
-        write_path(&path, items_out, pivots_out, k, n_selected_out)
+        write_path(&path, items_out, pivots_out, k, n_selected_out)?;
+        if !log_det_out.is_null() {
+            put(log_det_out, path.log_det(), "log_det_out")?;
+        }
+        Ok(())
     })
 }
 

@@ -46,7 +46,7 @@ pub mod kmeans;
 
 /// Version of this C ABI. Bumped whenever a signature, a struct layout or a constant changes
 /// incompatibly; bindings compare it with the version they were written for.
-pub const THRIFTY_ABI_VERSION: u32 = 3;
+pub const THRIFTY_ABI_VERSION: u32 = 4;
 
 /// Success.
 pub const THRIFTY_OK: i32 = 0;

@@ -47,7 +47,14 @@ test_that("L-ensembles, k-DPPs, coresets and greedy selection", {
   se <- select_entropy(L, 6)
   expect_length(se$indices, 4) # stops at the rank
   expect_equal(se$log_det, as.numeric(determinant(L[se$indices, se$indices])$modulus), tolerance = 1e-8)
-  expect_identical(greedy_map(f, 4)$indices, se$indices)
+  gm <- greedy_map(f, 4)
+  expect_identical(gm$indices, se$indices)
+  expect_equal(gm$log_det, sum(log(gm$conditional_variances)), tolerance = 1e-12)
+  # features at 1e300: the same items; the variances (1e600) overflow but log det is exact
+  big <- greedy_map(f * 1e300, 4)
+  expect_identical(big$indices, gm$indices)
+  expect_true(all(is.infinite(big$conditional_variances)))
+  expect_equal(big$log_det, gm$log_det + 4 * 600 * log(10), tolerance = 1e-12)
   mi <- select_mutual_information(L + diag(60), 3)
   expect_length(mi$gains, 3)
   expect_output(print(se), "greedy selection")

@@ -725,11 +725,20 @@ static void test_dpp(void) {
   int64_t items2[5];
   double piv2[5];
   size_t nsel2 = 0;
-  EXPECT_OK(thrifty_dpp_greedy_map(fm, m, dd, THRIFTY_ROW_MAJOR, 3, 1e-10, items2, piv2, &nsel2));
+  double ld = 0.0;
+  EXPECT_OK(thrifty_dpp_greedy_map(fm, m, dd, THRIFTY_ROW_MAJOR, 3, 1e-10, items2, piv2, &nsel2, &ld));
   CHECK(nsel2 == 3 && memcmp(items, items2, 3 * sizeof(int64_t)) == 0);
+  CHECK(fabs(ld - (log(piv2[0]) + log(piv2[1]) + log(piv2[2]))) < 1e-12 * fabs(ld) + 1e-12);
   double *fmc = to_col(fm, m, dd);
-  EXPECT_OK(thrifty_dpp_greedy_map(fmc, m, dd, THRIFTY_COL_MAJOR, 3, 1e-10, items2, piv2, &nsel2));
+  EXPECT_OK(thrifty_dpp_greedy_map(fmc, m, dd, THRIFTY_COL_MAJOR, 3, 1e-10, items2, piv2, &nsel2, NULL));
   CHECK(memcmp(items, items2, 3 * sizeof(int64_t)) == 0);
+  /* features at 1e300: the same items; the variances (1e600) overflow, log det moves by 3·ln(1e600) */
+  double *fbig = malloc(m * dd * sizeof(double)), ldbig = 0.0;
+  for (size_t i = 0; i < m * dd; i++) fbig[i] = fm[i] * 1e300;
+  EXPECT_OK(thrifty_dpp_greedy_map(fbig, m, dd, THRIFTY_ROW_MAJOR, 3, 1e-10, items2, piv2, &nsel2, &ldbig));
+  CHECK(nsel2 == 3 && memcmp(items, items2, 3 * sizeof(int64_t)) == 0 && isinf(piv2[0]));
+  CHECK(fabs(ldbig - (ld + 6.0 * 300.0 * log(10.0))) < 1e-9 * fabs(ldbig));
+  free(fbig);
   for (size_t i = 0; i < m; i++) L[i * m + i] += 0.1; /* full rank */
   EXPECT_OK(thrifty_dpp_select_mutual_information(L, m, THRIFTY_COL_MAJOR, 4, 0.0, 1, items, piv, gains, &nsel));
   CHECK(nsel == 4 && distinct(items, nsel, m));
@@ -745,11 +754,11 @@ static void test_dpp(void) {
   EXPECT_ERR(thrifty_dpp_select_entropy(L, m, 0, 2, 1e-10, 1, items, piv, NULL), THRIFTY_ERR_NULL_POINTER);
   double Lnan[4] = {1.0, NAN, NAN, 1.0};
   EXPECT_ERR(thrifty_dpp_select_entropy(Lnan, 2, 0, 2, 1e-10, THRIFTY_CHECK_FULL, items, piv, &nsel), THRIFTY_ERR_NOT_FINITE);
-  EXPECT_ERR(thrifty_dpp_greedy_map(NULL, m, dd, 0, 3, 1e-10, items2, piv2, &nsel2), THRIFTY_ERR_NULL_POINTER);
-  EXPECT_ERR(thrifty_dpp_greedy_map(fm, m, dd, 0, 100, 1e-10, items2, piv2, &nsel2), THRIFTY_ERR_INVALID_ARGUMENT);
-  EXPECT_ERR(thrifty_dpp_greedy_map(fm, m, 0, 0, 3, 1e-10, items2, piv2, &nsel2), THRIFTY_ERR_SHAPE);
+  EXPECT_ERR(thrifty_dpp_greedy_map(NULL, m, dd, 0, 3, 1e-10, items2, piv2, &nsel2, NULL), THRIFTY_ERR_NULL_POINTER);
+  EXPECT_ERR(thrifty_dpp_greedy_map(fm, m, dd, 0, 100, 1e-10, items2, piv2, &nsel2, NULL), THRIFTY_ERR_INVALID_ARGUMENT);
+  EXPECT_ERR(thrifty_dpp_greedy_map(fm, m, 0, 0, 3, 1e-10, items2, piv2, &nsel2, NULL), THRIFTY_ERR_SHAPE);
   fm[0] = NAN;
-  EXPECT_ERR(thrifty_dpp_greedy_map(fm, m, dd, 0, 3, 1e-10, items2, piv2, &nsel2), THRIFTY_ERR_NOT_FINITE);
+  EXPECT_ERR(thrifty_dpp_greedy_map(fm, m, dd, 0, 3, 1e-10, items2, piv2, &nsel2, NULL), THRIFTY_ERR_NOT_FINITE);
   EXPECT_ERR(thrifty_dpp_select_mutual_information(L, m, 0, 4, -1.0, 1, items, piv, gains, &nsel), THRIFTY_ERR_INVALID_ARGUMENT);
   EXPECT_ERR(thrifty_dpp_select_mutual_information(L, m, 0, 41, 0.0, 1, items, piv, gains, &nsel), THRIFTY_ERR_INVALID_ARGUMENT);
   EXPECT_ERR(thrifty_dpp_select_mutual_information(L, m, 0, 4, 0.0, 1, items, piv, NULL, &nsel), THRIFTY_ERR_NULL_POINTER);
@@ -766,7 +775,7 @@ static void julia_snippet(void) {
   for (size_t j = 0; j < d; j++)
     for (size_t i = 0; i < n; i++) X[j * n + i] = gauss() + 8.0 * (double)((i + 1) % 2);
   for (size_t i = 0; i < n; i++) y[i] = X[i] + gauss();
-  CHECK(thrifty_abi_version() == 3);
+  CHECK(thrifty_abi_version() == 4);
   double centers[2 * 4]; /* Matrix{Float64}(undef, k, d) */
   int32_t labels[500];
   ThriftyKmeansInfo info; /* Ref{KmeansInfo}() */
