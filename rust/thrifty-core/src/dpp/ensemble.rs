@@ -108,9 +108,7 @@ impl Spectrum {
         crate::alloc::ensure_fits(what, 8.0 * (2.0 * nf * df + 3.0 * nf * kf + 2.0 * df * kf))?;
         // features beyond 2^±200 are factorised rescaled by an exact power of two 2^e (their squares
         // over- or underflow: at 1e300 the SVD did not converge) and σ² moved back by 2^2e
-        let amax = phi.iter().fold(0.0f64, |m, v| m.max(Real::as_f64(*v).abs()));
-        let e = if amax > 0.0 { amax.log2().floor() as i32 } else { 0 };
-        let e = if e.abs() < ortho::SAFE_EXPONENT { 0 } else { e };
+        let e = ortho::extreme_exponent_of(phi);
         let f: Vec<f64> = crate::alloc::try_collect(
             "a float64 copy of features",
             phi.iter().map(|&v| ortho::pow2_scale(Real::as_f64(v), e)),

@@ -150,9 +150,8 @@ pub fn entropy_factor<T: super::ortho::Dense>(
     // The selection is scale-free (det L_A scales by c^2k for V·c) but the squares of features
     // beyond 2^±200 over- or underflow (at 1e±300 nothing was selected): such input runs rescaled
     // by an exact power of two, and the path records the exponent of its pivots
-    let amax = v.iter().fold(0.0f64, |m, x| m.max(x.as_f64().abs()));
-    let e = if amax > 0.0 { amax.log2().floor() as i32 } else { 0 };
-    if e.abs() < super::ortho::SAFE_EXPONENT {
+    let e = super::ortho::extreme_exponent_of(v);
+    if e == 0 {
         let lev = super::ortho::leverage(v, n, p)?;
         return pivot::run(&mut FactorState::new(v, n, p, &lev), Mode::Argmax, k, tol, cancel);
     }

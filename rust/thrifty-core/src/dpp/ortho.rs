@@ -203,7 +203,33 @@ fn tsqr_bytes(n: usize, p: usize) -> f64 {
 }
 
 /// Exponents below and above which squares under- or overflow inside the factorisation.
-pub(crate) const SAFE_EXPONENT: i32 = 200;
+const SAFE_EXPONENT: i32 = 200;
+
+/// The binary exponent of `m > 0` (`⌊log₂ m⌋`; 0 for 0).
+fn binary_exponent(m: f64) -> i32 {
+    if m > 0.0 {
+        m.log2().floor() as i32
+    } else {
+        0
+    }
+}
+
+/// `e` when `m`'s binary exponent `e` lies outside `±SAFE_EXPONENT` (squares of such entries over-
+/// or underflow: divide by `2^e`, exactly), else 0 (used as it is).
+fn extreme_exponent(m: f64) -> i32 {
+    let e = binary_exponent(m);
+    if e.abs() > SAFE_EXPONENT {
+        e
+    } else {
+        0
+    }
+}
+
+/// The exponent to divide a whole matrix by before its squares are formed: that of its largest
+/// |entry| when outside `2^±SAFE_EXPONENT`, else 0. The one rule for every factorisation of features.
+pub(crate) fn extreme_exponent_of<T: Real>(x: &[T]) -> i32 {
+    extreme_exponent(x.iter().fold(0.0f64, |m, v| m.max(v.as_f64().abs())))
+}
 
 /// `v · 2^(-e)` in two exact steps (each factor representable even when `2^(-e)` alone is not).
 pub(crate) fn pow2_scale(v: f64, e: i32) -> f64 {
@@ -222,13 +248,11 @@ fn extreme_scales<T: Real>(x: &[T], n: usize, p: usize, equilibrate: bool) -> Op
             *m = m.max(v.as_f64().abs());
         }
     }
-    let exponent = |m: f64| if m > 0.0 { m.log2().floor() as i32 } else { 0 };
-    let outside = |m: f64| m > 0.0 && exponent(m).abs() > SAFE_EXPONENT;
     let global = amax.iter().cloned().fold(0.0, f64::max);
-    if equilibrate && amax.iter().any(|&m| outside(m)) {
-        Some(amax.iter().map(|&m| exponent(m)).collect())
-    } else if !equilibrate && outside(global) {
-        Some(vec![exponent(global); p])
+    if equilibrate && amax.iter().any(|&m| extreme_exponent(m) != 0) {
+        Some(amax.iter().map(|&m| binary_exponent(m)).collect())
+    } else if !equilibrate && extreme_exponent(global) != 0 {
+        Some(vec![binary_exponent(global); p])
     } else {
         None
     }
