@@ -520,13 +520,22 @@ class _Eigen:
         return self.vecs[:, -r:].flip(1).contiguous()
 
 
+# Below max|x| = 2^-32 the refresh's float32 Gram sums (x² near 2^-64 and less) lose the trailing
+# directions to underflow: at x·1e-30 the refreshed basis kept half the gradient (cos 0.52).
+_TINY_EXPONENT = -32
+
+
 def _refresh(x: Tensor, u: Tensor) -> tuple[Tensor, float, Tensor]:
-    """``_kernels.refresh`` (basis, energy, X·U_new) that also takes a finite batch too large for float32
-    Gram sums: on overflow it refreshes on the batch scaled by a power of two (exact) and scales X·U back."""
+    """``_kernels.refresh`` (basis, energy, X·U_new) that also takes a finite batch too small or too large
+    for float32 Gram sums: it refreshes on the batch scaled by a power of two (exact; the basis and the
+    energy are scale-free) and scales X·U back — up front for a tiny batch, on overflow for a huge one."""
+    e = _kernels.pow2_exponent(x)
+    if e < _TINY_EXPONENT:
+        out = _kernels.refresh(_kernels.ldexp(x, -e), u, return_projection=True)
+        return out.u, out.energy, _kernels.ldexp(out.xu, e)
     try:
         out = _kernels.refresh(x, u, return_projection=True)
     except ValueError:
-        e = _kernels.pow2_exponent(x)
         if e == 0 or not bool(torch.isfinite(x).all()):
             raise
         out = _kernels.refresh(_kernels.ldexp(x, -e), u, return_projection=True)
