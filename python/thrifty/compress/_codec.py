@@ -530,17 +530,15 @@ def _refresh(x: Tensor, u: Tensor) -> tuple[Tensor, float, Tensor]:
     for float32 Gram sums: it refreshes on the batch scaled by a power of two (exact; the basis and the
     energy are scale-free) and scales X·U back — up front for a tiny batch, on overflow for a huge one."""
     e = _kernels.pow2_exponent(x)
-    if e < _TINY_EXPONENT:
-        out = _kernels.refresh(_kernels.ldexp(x, -e), u, return_projection=True)
-        return out.u, out.energy, _kernels.ldexp(out.xu, e)
-    try:
-        out = _kernels.refresh(x, u, return_projection=True)
-    except ValueError:
-        if e == 0 or not bool(torch.isfinite(x).all()):
-            raise
-        out = _kernels.refresh(_kernels.ldexp(x, -e), u, return_projection=True)
-        return out.u, out.energy, _kernels.ldexp(out.xu, e)
-    return out.u, out.energy, out.xu
+    if e >= _TINY_EXPONENT:
+        try:
+            out = _kernels.refresh(x, u, return_projection=True)
+            return out.u, out.energy, out.xu
+        except ValueError:
+            if e == 0 or not bool(torch.isfinite(x).all()):
+                raise
+    out = _kernels.refresh(_kernels.ldexp(x, -e), u, return_projection=True)
+    return out.u, out.energy, _kernels.ldexp(out.xu, e)
 
 
 def _mix_seed(seed: int, step: int, layer: int) -> int:
