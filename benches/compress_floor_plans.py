@@ -2,7 +2,7 @@
 
 For the first batch of each benchmark that plans STAC-R layers (where the plan is made), per Linear: the plan
 with the compute cap alone (``fidelity_floor=0``, the default before the floor) and the default plan, with
-each plan's relative error ε² as the floor judges it (basis from the even rows, refreshed once on the batch,
+each plan's relative error ε² as the floor judges it (basis from half of the rows, refreshed once on the batch,
 error on the batch) and its compute in basis columns. ``LIFTED`` marks the layers whose plan changed.
 
 - ``bert``: all-MiniLM-L6-v2 (benches/compress_bert.py, seed-0 batch of 16x64 tokens, ratio 8, fp32), layers

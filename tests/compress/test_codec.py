@@ -121,6 +121,31 @@ def test_plan_buys_a_residual_for_heavy_tails() -> None:
     assert cfg.k > 0
 
 
+def test_plan_sample_does_not_alias_with_the_batch_layout() -> None:
+    """Rows that alternate between two structures (as positions do in a batch of sequences: GPT-2's first layer
+    sees token + position embeddings) must be planned for both. Even rows span 100 directions, odd rows 300: a
+    sample of every 2nd row saw rank 100 and planned bf16 coefficients at rank 128, whose error on the batch is
+    9 times the best layout's (0.28 against 0.03)."""
+    n, d = 1024, 512
+    g = torch.Generator().manual_seed(11)
+    basis = torch.linalg.qr(torch.randn(d, 300, generator=g)).Q
+    x = torch.randn(n, 300, generator=g)
+    x[0::2, 100:] = 0.0  # even rows in the first 100 directions only
+    x = x @ basis.T
+    cfg = plan_layer(x, 8.0)
+    # each layout's error on the whole batch, in the batch's own top eigenbasis (what the refresh tracks)
+    u = torch.linalg.eigh(x.T @ x).eigenvectors.flip(1).contiguous()
+    options = [LayerConfig(rank=252, coef="int8"), LayerConfig(rank=128, coef="bf16"), cfg]
+    errors = []
+    for c in options:
+        uu = u[:, : c.rank].contiguous()
+        packed = _kernels.compress(x, uu, coef=c.coef, block=c.block, k=c.k, bits=c.bits)
+        xhat = _kernels.decompress(uu, *packed, d=d, block=c.block, bits=c.bits)
+        errors.append(float((x - xhat).square().sum() / x.square().sum()))
+    assert errors[1] > 5 * errors[0]  # the aliased plan's choice is far worse here
+    assert errors[2] <= 1.5 * min(errors[:2]), (cfg, errors)
+
+
 def test_plan_overrides() -> None:
     x = _structured(256, 128, 16, seed=6)
     cfg = plan_layer(x, 8.0, overrides={"rank": 10, "coef_dtype": "bf16"})
